@@ -1,0 +1,60 @@
+//! The agent under evaluation (or a scripted one).
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::AgentError;
+use crate::task::Task;
+use crate::tool::{Observation, ToolCall, ToolSpec};
+
+/// What an agent is told when an episode starts.
+#[derive(Debug, Clone, Copy)]
+pub struct EpisodeStart<'a> {
+    /// The whole task. Only scripted agents (the oracle) may read its ground truth; an agent
+    /// under evaluation works from `brief` and `tools`.
+    pub task: &'a Task,
+    /// The environment's brief: query, symptom, what can be observed.
+    pub brief: &'a str,
+    /// The tools, `finish` included.
+    pub tools: &'a [ToolSpec],
+}
+
+/// One turn of an agent: its reasoning and the calls it makes. An empty `calls` means the agent
+/// stopped without calling `finish`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AgentTurn {
+    pub reasoning: String,
+    pub calls: Vec<ToolCall>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<TokenUsage>,
+    /// The messages exchanged with a model in this turn, verbatim, for audit and replay.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub transcript: Vec<Value>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenUsage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+}
+
+#[async_trait]
+pub trait Agent: Send {
+    async fn start(&mut self, episode: &EpisodeStart<'_>) -> Result<(), AgentError>;
+
+    /// The next turn. `feedback` holds the observations of the previous turn's calls (empty on
+    /// the first turn).
+    async fn step(&mut self, feedback: &[Observation]) -> Result<AgentTurn, AgentError>;
+}
+
+/// Builds one [`Agent`] per episode.
+pub trait AgentFactory: Send + Sync {
+    /// The name used on the command line (`--agent oracle`).
+    fn name(&self) -> &str;
+    /// Settings for the run's configuration. Never secrets (API keys stay out of run dirs).
+    fn config(&self) -> Value {
+        Value::Null
+    }
+    fn create(&self, task: &Task) -> Result<Box<dyn Agent>, AgentError>;
+}

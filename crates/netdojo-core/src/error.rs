@@ -1,0 +1,67 @@
+//! Error types of the core traits. Each says which file, field, tool or server is at fault.
+
+use std::path::PathBuf;
+
+/// A task that cannot be read, parsed or generated.
+#[derive(Debug, thiserror::Error)]
+pub enum TaskError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}{}: {message}", line.map(|l| format!(":{l}")).unwrap_or_default())]
+    Parse { path: PathBuf, line: Option<usize>, message: String },
+    #[error("task {task_id}: field `{field}`: {message}")]
+    Invalid { task_id: String, field: String, message: String },
+    #[error("task generator `{generator}`: {message}")]
+    Generate { generator: String, message: String },
+}
+
+/// An environment that failed for reasons outside the agent's control (a crashed daemon, a
+/// missing kernel feature, an unreachable server). Bad input from the agent is never an
+/// `EnvError`: it is answered with an [`crate::Observation`] whose `ok` is false.
+#[derive(Debug, thiserror::Error)]
+pub enum EnvError {
+    #[error("environment `{env}`: {message}")]
+    Setup { env: String, message: String },
+    #[error("environment `{env}`: task {task_id}: {message}")]
+    Task { env: String, task_id: String, message: String },
+    #[error("environment `{env}`: {what} is not supported here: {why}")]
+    Unsupported { env: String, what: String, why: String },
+    #[error("environment `{env}`: {message}")]
+    Runtime { env: String, message: String },
+}
+
+/// An agent that could not produce a turn (model unreachable, API error after retries).
+/// The episode is recorded as errored, not failed, and a resumed run retries it.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    #[error("agent `{agent}`: {message}")]
+    Unreachable { agent: String, message: String },
+    #[error("agent `{agent}`: {message}")]
+    Protocol { agent: String, message: String },
+    #[error("agent `{agent}`: {message}")]
+    Config { agent: String, message: String },
+}
+
+/// The results store could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: {message}")]
+    Format { path: PathBuf, message: String },
+}
+
+impl StoreError {
+    pub(crate) fn io(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Self {
+        let path = path.into();
+        move |source| StoreError::Io { path, source }
+    }
+}

@@ -1,0 +1,359 @@
+//! The episode loop and the run loop.
+//!
+//! An episode: build the environment → reset → initial state check → agent turns under a step
+//! budget and a wall-clock budget, each call validated against its tool's schema, executed, and
+//! followed by a state check → evaluate (export + goal checks) → close → scorers. A run: episodes
+//! in parallel (`concurrency`), each committed to the [`RunDir`] as it finishes, skipping tasks
+//! that a previous attempt of the same run completed.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+use tokio::time::{Instant, timeout_at};
+
+use crate::agent::{AgentFactory, AgentTurn, EpisodeStart};
+use crate::env::{Environment, EnvironmentFactory, StateCheck};
+use crate::error::{StoreError, TaskError};
+use crate::metric::Scorer;
+use crate::schema;
+use crate::store::RunDir;
+use crate::task::{Task, TaskSource};
+use crate::tool::{FINISH_TOOL, Observation, ToolSpec};
+use crate::trajectory::{EndReason, EpisodeRecord, EpisodeStatus, Step, Trajectory};
+
+/// Limits of one episode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    /// Tool calls the agent may make (`finish` not counted).
+    pub max_steps: usize,
+    /// Wall-clock time for the agent's part of the episode.
+    pub episode_timeout: Duration,
+    /// Time allowed for the final evaluation (testcases can be slow on real devices).
+    pub evaluate_timeout: Duration,
+}
+
+impl Default for Budget {
+    fn default() -> Self {
+        Self {
+            max_steps: 10,
+            episode_timeout: Duration::from_secs(300),
+            evaluate_timeout: Duration::from_secs(120),
+        }
+    }
+}
+
+/// Receives progress of a run (the CLI draws a bar with it).
+pub trait Progress: Send + Sync {
+    fn started(&self, _total: Option<usize>, _already_done: usize) {}
+    fn finished(&self, _record: &EpisodeRecord) {}
+}
+
+/// No progress reporting.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Silent;
+impl Progress for Silent {}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Task(#[from] TaskError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// What a call of [`Runner::run`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunStats {
+    pub skipped: usize,
+    pub completed: usize,
+    pub errored: usize,
+    /// True when a stop was requested before every task ran.
+    pub interrupted: bool,
+}
+
+/// Runs episodes of one environment with one agent.
+#[derive(Clone)]
+pub struct Runner {
+    pub env: Arc<dyn EnvironmentFactory>,
+    pub agent: Arc<dyn AgentFactory>,
+    pub scorers: Arc<Vec<Box<dyn Scorer>>>,
+    pub budget: Budget,
+    pub concurrency: usize,
+}
+
+impl std::fmt::Debug for Runner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runner")
+            .field("env", &self.env.name())
+            .field("agent", &self.agent.name())
+            .field("budget", &self.budget)
+            .field("concurrency", &self.concurrency)
+            .finish()
+    }
+}
+
+impl Runner {
+    /// The configuration of this runner, for the run's `config.json`.
+    pub fn describe(&self) -> Value {
+        serde_json::json!({
+            "env": { "name": self.env.name(), "config": self.env.config() },
+            "agent": { "name": self.agent.name(), "config": self.agent.config() },
+            "scorers": self.scorers.iter().map(|s| s.name()).collect::<Vec<_>>(),
+            "budget": {
+                "max_steps": self.budget.max_steps,
+                "episode_timeout_s": self.budget.episode_timeout.as_secs_f64(),
+                "evaluate_timeout_s": self.budget.evaluate_timeout.as_secs_f64(),
+            },
+            "concurrency": self.concurrency,
+        })
+    }
+
+    /// Runs every task of `source` that `store` has not completed yet. Stops launching new
+    /// episodes once `stop` turns true, and lets the ones in flight finish.
+    pub async fn run(
+        &self,
+        source: &dyn TaskSource,
+        store: &mut RunDir,
+        progress: &dyn Progress,
+        mut stop: watch::Receiver<bool>,
+    ) -> Result<RunStats, RunError> {
+        let done: HashSet<String> = store.completed()?;
+        progress.started(source.len_hint(), done.len());
+        let mut stats = RunStats::default();
+        let mut in_flight: JoinSet<(EpisodeRecord, Trajectory)> = JoinSet::new();
+        let mut meta: HashMap<tokio::task::Id, Task> = HashMap::new();
+        let mut tasks = source.tasks();
+        let concurrency = self.concurrency.max(1);
+
+        loop {
+            while in_flight.len() < concurrency && !*stop.borrow() {
+                let Some(task) = tasks.next() else { break };
+                let task = task?;
+                if done.contains(&task.id) {
+                    stats.skipped += 1;
+                    continue;
+                }
+                let runner = self.clone();
+                let owned = task.clone();
+                let handle = in_flight.spawn(async move { runner.run_episode(&owned).await });
+                meta.insert(handle.id(), task);
+            }
+            if in_flight.is_empty() {
+                break;
+            }
+            let joined = tokio::select! {
+                joined = in_flight.join_next_with_id() => joined,
+                _ = stop.changed() => continue,
+            };
+            let Some(joined) = joined else { break };
+            let (record, trajectory) = match joined {
+                Ok((id, result)) => {
+                    meta.remove(&id);
+                    result
+                }
+                Err(join_error) => {
+                    let task = meta.remove(&join_error.id());
+                    let Some(task) = task else { continue };
+                    let message = format!("episode panicked: {join_error}");
+                    tracing::error!(task = %task.id, "{message}");
+                    panicked(&task, self.agent.name(), message)
+                }
+            };
+            match record.status {
+                EpisodeStatus::Completed => stats.completed += 1,
+                EpisodeStatus::Errored => stats.errored += 1,
+            }
+            store.append(&record, &trajectory)?;
+            progress.finished(&record);
+        }
+        stats.interrupted = *stop.borrow() && tasks.next().is_some();
+        Ok(stats)
+    }
+
+    /// Runs one episode from start to scores. Never fails: what goes wrong is in the record,
+    /// and the steps made before it went wrong stay in the trajectory.
+    pub async fn run_episode(&self, task: &Task) -> (EpisodeRecord, Trajectory) {
+        let started = Instant::now();
+        let mut trajectory = Trajectory {
+            task_id: task.id.clone(),
+            agent: self.agent.name().to_string(),
+            brief: String::new(),
+            initial_check: StateCheck::default(),
+            steps: vec![],
+            answer: None,
+            end: EndReason::Error,
+            outcome: None,
+            wall_ms: 0,
+            transcript: vec![],
+        };
+        let result = match self.env.create(task).await {
+            Ok(mut env) => {
+                let result = self.drive(task, env.as_mut(), started, &mut trajectory).await;
+                if let Err(e) = env.close().await {
+                    tracing::warn!(task = %task.id, "closing the environment failed: {e}");
+                }
+                result
+            }
+            Err(e) => Err(e.to_string()),
+        };
+        trajectory.wall_ms = ms(started);
+        let mut record = EpisodeRecord {
+            task_id: task.id.clone(),
+            application: task.application.clone(),
+            level: task.level,
+            label: task.label.clone(),
+            agent: self.agent.name().to_string(),
+            status: EpisodeStatus::Completed,
+            error: None,
+            end: trajectory.end,
+            steps: trajectory.steps.len(),
+            invalid_steps: trajectory.steps.iter().filter(|s| s.invalid).count(),
+            wall_ms: trajectory.wall_ms,
+            tokens: trajectory.tokens(),
+            metrics: vec![],
+        };
+        match result {
+            Ok(()) => record.metrics = self.scorers.iter().flat_map(|s| s.score(task, &trajectory)).collect(),
+            Err(message) => {
+                tracing::warn!(task = %task.id, "episode errored: {message}");
+                trajectory.end = EndReason::Error;
+                record.end = EndReason::Error;
+                record.status = EpisodeStatus::Errored;
+                record.error = Some(message);
+            }
+        }
+        (record, trajectory)
+    }
+
+    /// The agent loop, recording into `trajectory` as it goes.
+    async fn drive(
+        &self,
+        task: &Task,
+        env: &mut dyn Environment,
+        started: Instant,
+        trajectory: &mut Trajectory,
+    ) -> Result<(), String> {
+        let deadline = started + self.budget.episode_timeout;
+        trajectory.brief = env.reset(task).await.map_err(|e| e.to_string())?;
+        let mut tools: Vec<ToolSpec> = env.tools();
+        tools.push(ToolSpec::finish(env.answer_schema(task)));
+        let schemas: HashMap<String, Value> =
+            tools.iter().map(|t| (t.name.clone(), t.parameters.clone())).collect();
+
+        let mut agent = self.agent.create(task).map_err(|e| e.to_string())?;
+        trajectory.initial_check = env.check().await.map_err(|e| e.to_string())?;
+        let episode = EpisodeStart { task, brief: &trajectory.brief, tools: &tools };
+        agent.start(&episode).await.map_err(|e| e.to_string())?;
+
+        let mut feedback: Vec<Observation> = Vec::new();
+        let mut turn_index = 0;
+        let steps = &mut trajectory.steps;
+        let end = 'episode: loop {
+            if steps.len() >= self.budget.max_steps {
+                break EndReason::StepBudget;
+            }
+            let turn: AgentTurn = match timeout_at(deadline, agent.step(&feedback)).await {
+                Err(_) => break EndReason::TimeBudget,
+                Ok(Err(e)) => return Err(e.to_string()),
+                Ok(Ok(turn)) => turn,
+            };
+            trajectory.transcript.extend(turn.transcript);
+            if turn.calls.is_empty() {
+                break EndReason::AgentStopped;
+            }
+            feedback.clear();
+            let mut reasoning = Some(turn.reasoning);
+            let mut usage = turn.usage;
+            for call in turn.calls {
+                if call.name == FINISH_TOOL {
+                    trajectory.answer = call.arguments.get("answer").cloned();
+                    break 'episode EndReason::Finished;
+                }
+                if steps.len() >= self.budget.max_steps {
+                    break 'episode EndReason::StepBudget;
+                }
+                let step_start = Instant::now();
+                let (observation, invalid) = match schemas.get(&call.name) {
+                    None => {
+                        let known: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+                        let msg = format!("unknown tool `{}` (tools: {})", call.name, known.join(", "));
+                        (Observation::error(&call, msg), true)
+                    }
+                    Some(schema) => match schema::validate(schema, &call.arguments) {
+                        Err(msg) => (Observation::error(&call, format!("tool `{}`: {msg}", call.name)), true),
+                        Ok(()) => match timeout_at(deadline, env.execute(&call)).await {
+                            Err(_) => break 'episode EndReason::TimeBudget,
+                            Ok(Err(e)) => return Err(e.to_string()),
+                            Ok(Ok(obs)) => (obs, false),
+                        },
+                    },
+                };
+                let check: StateCheck = env.check().await.map_err(|e| e.to_string())?;
+                steps.push(Step {
+                    index: steps.len(),
+                    turn: turn_index,
+                    reasoning: reasoning.take().unwrap_or_default(),
+                    call,
+                    observation: observation.clone(),
+                    invalid,
+                    check,
+                    at_ms: (step_start - started).as_millis() as u64,
+                    duration_ms: step_start.elapsed().as_millis() as u64,
+                    usage: usage.take(),
+                });
+                feedback.push(observation);
+            }
+            turn_index += 1;
+        };
+        trajectory.end = end;
+
+        let eval_deadline = Instant::now() + self.budget.evaluate_timeout;
+        let outcome = match timeout_at(eval_deadline, env.evaluate(task, trajectory.answer.as_ref())).await {
+            Err(_) => return Err("the final evaluation timed out".into()),
+            Ok(Err(e)) => return Err(e.to_string()),
+            Ok(Ok(outcome)) => outcome,
+        };
+        trajectory.outcome = Some(outcome);
+        Ok(())
+    }
+}
+
+fn ms(since: Instant) -> u64 {
+    since.elapsed().as_millis() as u64
+}
+
+/// The record of an episode that panicked (nothing of its trajectory survives).
+fn panicked(task: &Task, agent: &str, error: String) -> (EpisodeRecord, Trajectory) {
+    let record = EpisodeRecord {
+        task_id: task.id.clone(),
+        application: task.application.clone(),
+        level: task.level,
+        label: task.label.clone(),
+        agent: agent.to_string(),
+        status: EpisodeStatus::Errored,
+        error: Some(error),
+        end: EndReason::Error,
+        steps: 0,
+        invalid_steps: 0,
+        wall_ms: 0,
+        tokens: Default::default(),
+        metrics: vec![],
+    };
+    let trajectory = Trajectory {
+        task_id: task.id.clone(),
+        agent: agent.to_string(),
+        brief: String::new(),
+        initial_check: StateCheck::default(),
+        steps: vec![],
+        answer: None,
+        end: EndReason::Error,
+        outcome: None,
+        wall_ms: 0,
+        transcript: vec![],
+    };
+    (record, trajectory)
+}

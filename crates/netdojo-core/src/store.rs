@@ -1,0 +1,263 @@
+//! The results store: one directory per run.
+//!
+//! ```text
+//! RUN/config.json          the resolved configuration (task source, env, agent, budgets)
+//! RUN/episodes.jsonl       one EpisodeRecord per finished episode, appended and synced
+//! RUN/trajectories/ID.cbor the full Trajectory of each episode
+//! RUN/summary.json, summary.txt  written at the end of a run
+//! ```
+//!
+//! A line in `episodes.jsonl` is the commit point of an episode: its trajectory is written
+//! (atomically, by rename) before it. A run killed at any point therefore loses at most the
+//! episodes in flight, and [`RunDir::open`] cuts a torn last line, so a resumed run redoes
+//! exactly the episodes that have no complete record.
+
+use std::collections::{BTreeMap, HashSet};
+use std::fs::{self, File, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::error::StoreError;
+use crate::trajectory::{EpisodeRecord, EpisodeStatus, Trajectory};
+
+const CONFIG: &str = "config.json";
+const EPISODES: &str = "episodes.jsonl";
+const TRAJECTORIES: &str = "trajectories";
+
+#[derive(Debug)]
+pub struct RunDir {
+    path: PathBuf,
+    episodes: File,
+}
+
+impl RunDir {
+    /// Starts a new run in `path` (created if needed; it must not hold a run already).
+    pub fn create(path: impl AsRef<Path>, config: &Value) -> Result<Self, StoreError> {
+        let path = path.as_ref().to_path_buf();
+        fs::create_dir_all(path.join(TRAJECTORIES)).map_err(StoreError::io(&path))?;
+        let config_path = path.join(CONFIG);
+        if config_path.exists() {
+            return Err(StoreError::Format {
+                path: config_path,
+                message: "this directory already holds a run; resume it with --resume".into(),
+            });
+        }
+        let text = serde_json::to_string_pretty(config)
+            .map_err(|e| StoreError::Format { path: config_path.clone(), message: e.to_string() })?;
+        write_atomic(&config_path, text.as_bytes())?;
+        Self::open_episodes(path)
+    }
+
+    /// Opens an existing run to resume it. A torn last line of `episodes.jsonl` (the process
+    /// died while writing it) is cut off.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        let path = path.as_ref().to_path_buf();
+        let config_path = path.join(CONFIG);
+        if !config_path.is_file() {
+            return Err(StoreError::Format {
+                path: config_path,
+                message: "no run here (config.json is missing)".into(),
+            });
+        }
+        fs::create_dir_all(path.join(TRAJECTORIES)).map_err(StoreError::io(&path))?;
+        let episodes = path.join(EPISODES);
+        if episodes.exists() {
+            let bytes = fs::read(&episodes).map_err(StoreError::io(&episodes))?;
+            let keep = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+            if keep < bytes.len() {
+                tracing::warn!(
+                    path = %episodes.display(),
+                    bytes = bytes.len() - keep,
+                    "cutting a torn last record; its episode will run again"
+                );
+                let file =
+                    OpenOptions::new().write(true).open(&episodes).map_err(StoreError::io(&episodes))?;
+                file.set_len(keep as u64).map_err(StoreError::io(&episodes))?;
+            }
+        }
+        Self::open_episodes(path)
+    }
+
+    fn open_episodes(path: PathBuf) -> Result<Self, StoreError> {
+        let episodes_path = path.join(EPISODES);
+        let episodes = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&episodes_path)
+            .map_err(StoreError::io(&episodes_path))?;
+        Ok(Self { path, episodes })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn config(&self) -> Result<Value, StoreError> {
+        let path = self.path.join(CONFIG);
+        let text = fs::read_to_string(&path).map_err(StoreError::io(&path))?;
+        serde_json::from_str(&text).map_err(|e| StoreError::Format { path, message: e.to_string() })
+    }
+
+    /// Every record in file order (a retried episode appears more than once).
+    pub fn records(&self) -> Result<Vec<EpisodeRecord>, StoreError> {
+        let path = self.path.join(EPISODES);
+        let file = File::open(&path).map_err(StoreError::io(&path))?;
+        let mut records = Vec::new();
+        for (n, line) in BufReader::new(file).lines().enumerate() {
+            let line = line.map_err(StoreError::io(&path))?;
+            if line.trim().is_empty() {
+                continue;
+            }
+            let record = serde_json::from_str(&line).map_err(|e| StoreError::Format {
+                path: path.clone(),
+                message: format!("line {}: {e}", n + 1),
+            })?;
+            records.push(record);
+        }
+        Ok(records)
+    }
+
+    /// The latest record of each task, by task id.
+    pub fn latest(&self) -> Result<BTreeMap<String, EpisodeRecord>, StoreError> {
+        Ok(self.records()?.into_iter().map(|r| (r.task_id.clone(), r)).collect())
+    }
+
+    /// Tasks that need no further run: their latest record is completed.
+    pub fn completed(&self) -> Result<HashSet<String>, StoreError> {
+        Ok(self
+            .latest()?
+            .into_values()
+            .filter(|r| r.status == EpisodeStatus::Completed)
+            .map(|r| r.task_id)
+            .collect())
+    }
+
+    /// Commits one finished episode: trajectory first, then its record line.
+    pub fn append(&mut self, record: &EpisodeRecord, trajectory: &Trajectory) -> Result<(), StoreError> {
+        let traj_path = self.trajectory_path(&record.task_id);
+        let mut bytes = Vec::new();
+        ciborium::into_writer(trajectory, &mut bytes)
+            .map_err(|e| StoreError::Format { path: traj_path.clone(), message: e.to_string() })?;
+        write_atomic(&traj_path, &bytes)?;
+
+        let episodes_path = self.path.join(EPISODES);
+        let mut line = serde_json::to_vec(record)
+            .map_err(|e| StoreError::Format { path: episodes_path.clone(), message: e.to_string() })?;
+        line.push(b'\n');
+        self.episodes.write_all(&line).map_err(StoreError::io(&episodes_path))?;
+        self.episodes.flush().map_err(StoreError::io(&episodes_path))?;
+        self.episodes.sync_data().map_err(StoreError::io(&episodes_path))?;
+        Ok(())
+    }
+
+    pub fn trajectory(&self, task_id: &str) -> Result<Trajectory, StoreError> {
+        let path = self.trajectory_path(task_id);
+        let file = File::open(&path).map_err(StoreError::io(&path))?;
+        ciborium::from_reader(BufReader::new(file))
+            .map_err(|e| StoreError::Format { path, message: e.to_string() })
+    }
+
+    pub fn write_summary(&self, json: &Value, text: &str) -> Result<(), StoreError> {
+        let json_path = self.path.join("summary.json");
+        let pretty = serde_json::to_string_pretty(json)
+            .map_err(|e| StoreError::Format { path: json_path.clone(), message: e.to_string() })?;
+        write_atomic(&json_path, pretty.as_bytes())?;
+        write_atomic(&self.path.join("summary.txt"), text.as_bytes())
+    }
+
+    fn trajectory_path(&self, task_id: &str) -> PathBuf {
+        self.path.join(TRAJECTORIES).join(format!("{}.cbor", file_stem(task_id)))
+    }
+}
+
+/// A task id made safe as a file name: characters other than `[A-Za-z0-9._-]` become `%XX`.
+pub fn file_stem(task_id: &str) -> String {
+    let mut out = String::with_capacity(task_id.len());
+    for b in task_id.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-') || (b == b'.' && !out.is_empty()) {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+    let tmp = path.with_extension("tmp");
+    let mut file = File::create(&tmp).map_err(StoreError::io(&tmp))?;
+    file.write_all(bytes).map_err(StoreError::io(&tmp))?;
+    file.sync_data().map_err(StoreError::io(&tmp))?;
+    fs::rename(&tmp, path).map_err(StoreError::io(path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::env::StateCheck;
+    use crate::trajectory::EndReason;
+    use serde_json::json;
+
+    fn record(id: &str, status: EpisodeStatus) -> EpisodeRecord {
+        EpisodeRecord {
+            task_id: id.into(),
+            application: "dcgraph".into(),
+            level: 1,
+            label: "add".into(),
+            agent: "noop".into(),
+            status,
+            error: None,
+            end: EndReason::Finished,
+            steps: 0,
+            invalid_steps: 0,
+            wall_ms: 1,
+            tokens: Default::default(),
+            metrics: vec![],
+        }
+    }
+
+    fn trajectory(id: &str) -> Trajectory {
+        Trajectory {
+            task_id: id.into(),
+            agent: "noop".into(),
+            brief: "b".into(),
+            initial_check: StateCheck::safe(),
+            steps: vec![],
+            answer: Some(json!(3)),
+            end: EndReason::Finished,
+            outcome: None,
+            wall_ms: 1,
+            transcript: vec![],
+        }
+    }
+
+    #[test]
+    fn file_stems_are_safe_and_distinct() {
+        assert_eq!(file_stem("dcgraph-7-000001"), "dcgraph-7-000001");
+        assert_eq!(file_stem("../etc/passwd"), "%2E.%2Fetc%2Fpasswd");
+        assert_ne!(file_stem("a/b"), file_stem("a%2Fb"));
+    }
+
+    #[test]
+    fn torn_last_line_is_cut_and_errored_episodes_are_not_completed() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut run = RunDir::create(dir.path(), &json!({"seed": 1})).expect("create");
+        run.append(&record("a", EpisodeStatus::Completed), &trajectory("a")).expect("append");
+        run.append(&record("b", EpisodeStatus::Errored), &trajectory("b")).expect("append");
+        drop(run);
+        // A process killed while writing leaves half a line.
+        let mut f = OpenOptions::new().append(true).open(dir.path().join(EPISODES)).expect("open");
+        f.write_all(b"{\"task_id\":\"c\",\"appl").expect("write");
+        drop(f);
+
+        assert!(RunDir::create(dir.path(), &json!({})).is_err(), "a second create must refuse");
+        let run = RunDir::open(dir.path()).expect("open");
+        assert_eq!(run.config().expect("config"), json!({"seed": 1}));
+        assert_eq!(run.records().expect("records").len(), 2);
+        let done = run.completed().expect("completed");
+        assert!(done.contains("a") && !done.contains("b") && !done.contains("c"));
+        assert_eq!(run.trajectory("a").expect("cbor"), trajectory("a"));
+    }
+}

@@ -1,0 +1,350 @@
+//! The task model and where tasks come from.
+//!
+//! One [`Task`] type covers the three shapes the seeds describe: NetConfBench configuration
+//! tasks ([`TaskKind::Config`], seed 001 §4.1), NetPress constructive queries (a goal state or an
+//! answer, [`TaskKind::Constructive`]) and reactive queries (a hidden fault to repair,
+//! [`TaskKind::Reactive`]). The backend-specific part of a task (which graph, which topology) is
+//! its `setup`, read by the environment that runs it.
+//!
+//! Ground truth travels with the task, and only the oracle agent and the environment's final
+//! evaluation may read it: an agent under evaluation sees the brief the environment writes.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::TaskError;
+use crate::tool::ToolCall;
+
+/// One evaluation task.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Task {
+    /// Unique within a suite; also names the task's files in a run directory.
+    pub id: String,
+    /// The application (environment) that runs it: `dcgraph`, `routing`, `k8s`, `netconf`...
+    pub application: String,
+    /// Complexity level (1 = single operation or fault).
+    pub level: u8,
+    /// The action or fault label of the seed's tables (`add`, `remove-count`, `DR+DI`...).
+    pub label: String,
+    /// The seed the task was generated from, if it was generated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// The natural-language query, intent or symptom.
+    pub query: String,
+    /// Backend-specific description of the initial state (graph, topology, workload).
+    #[serde(default)]
+    pub setup: Value,
+    #[serde(flatten)]
+    pub kind: TaskKind,
+}
+
+/// What the task asks for, with its ground truth.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum TaskKind {
+    /// Intent-driven configuration (NetConfBench, seed 001 §4.1).
+    Config(ConfigTask),
+    /// Reach a goal state or compute an answer (NetPress constructive tasks).
+    Constructive {
+        /// The ground-truth action sequence, as calls of the environment's own tools.
+        actions: Vec<ToolCall>,
+        /// The expected answer, for queries that ask for one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        answer: Option<Value>,
+        /// A backend-specific description of the goal state (a digest, counts...).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        goal: Option<Value>,
+    },
+    /// Repair a hidden fault and return to the healthy state (NetPress reactive tasks).
+    Reactive {
+        /// The injected faults, hidden from the agent.
+        faults: Vec<Fault>,
+        /// A repair that restores the healthy state, as tool calls.
+        repair: Vec<ToolCall>,
+    },
+}
+
+/// One injected fault of a reactive task.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Fault {
+    /// The fault type of the seed's catalogue (`disable_routing`, `change_port`...).
+    pub kind: String,
+    /// How it was injected (`ip_forward_off`, `iptables_forward_drop`...).
+    pub method: String,
+    #[serde(default)]
+    pub params: Value,
+}
+
+/// A NetConfBench configuration task, field for field as seed 001 §4.1 writes it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConfigTask {
+    pub task_name: String,
+    pub intents: Vec<String>,
+    pub topology: ConfigTopology,
+    #[serde(default)]
+    pub startup_configs: BTreeMap<String, String>,
+    #[serde(default)]
+    pub ground_truth_configs: BTreeMap<String, Vec<String>>,
+    #[serde(default)]
+    pub ground_truth_reasoning: String,
+    #[serde(default)]
+    pub testcases: Vec<Testcase>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConfigTopology {
+    pub nodes: Vec<String>,
+    /// Links as the seed writes them: `"A eth0 <-> B eth0"`.
+    #[serde(default)]
+    pub links: Vec<String>,
+}
+
+/// A testcase in either of the two shapes the seed shows (§4.1: name + expected_result;
+/// §4.3: device + commands + expected_output).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Testcase {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub commands: Vec<String>,
+    /// A regular expression the output must match.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_output: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_result: Option<Value>,
+}
+
+/// A source of tasks: a static suite or a seeded generator.
+pub trait TaskSource: Send + Sync {
+    /// How to rebuild this source (written into the run's configuration).
+    fn describe(&self) -> Value;
+    /// The number of tasks, when known in advance.
+    fn len_hint(&self) -> Option<usize>;
+    /// The tasks, in a stable order.
+    fn tasks(&self) -> Box<dyn Iterator<Item = Result<Task, TaskError>> + Send + '_>;
+}
+
+/// Makes tasks from a seed. `generate(seed, index)` must be a pure function of its arguments:
+/// the same seed gives the same tasks, byte for byte, on any machine, in any order.
+pub trait TaskGenerator: Send + Sync {
+    fn name(&self) -> &str;
+    /// Generator parameters, for the run's configuration.
+    fn params(&self) -> Value {
+        Value::Null
+    }
+    fn generate(&self, seed: u64, index: u64) -> Result<Task, TaskError>;
+}
+
+/// `count` tasks from a generator and a seed.
+pub struct GeneratedSuite<G> {
+    pub generator: G,
+    pub seed: u64,
+    pub count: u64,
+}
+
+impl<G> std::fmt::Debug for GeneratedSuite<G> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GeneratedSuite").field("seed", &self.seed).field("count", &self.count).finish()
+    }
+}
+
+impl<G: TaskGenerator> TaskSource for GeneratedSuite<G> {
+    fn describe(&self) -> Value {
+        serde_json::json!({
+            "generator": self.generator.name(),
+            "params": self.generator.params(),
+            "seed": self.seed,
+            "count": self.count,
+        })
+    }
+
+    fn len_hint(&self) -> Option<usize> {
+        usize::try_from(self.count).ok()
+    }
+
+    fn tasks(&self) -> Box<dyn Iterator<Item = Result<Task, TaskError>> + Send + '_> {
+        Box::new((0..self.count).map(move |i| self.generator.generate(self.seed, i)))
+    }
+}
+
+/// A suite read from files: a JSON-lines file (one task a line, as `cargo xtask generate`
+/// writes), a single `.json` task, or a directory of `.json` tasks read in name order.
+#[derive(Debug, Clone)]
+pub struct StaticSuite {
+    path: PathBuf,
+    tasks: Vec<Task>,
+}
+
+impl StaticSuite {
+    /// Reads and validates every task now, so a bad file fails before any episode runs.
+    pub fn load(path: impl AsRef<Path>) -> Result<Self, TaskError> {
+        let path = path.as_ref().to_path_buf();
+        let io = |source| TaskError::Io { path: path.clone(), source };
+        let meta = fs::metadata(&path).map_err(io)?;
+        let mut tasks = Vec::new();
+        if meta.is_dir() {
+            let mut files: Vec<PathBuf> = fs::read_dir(&path)
+                .map_err(io)?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| matches!(p.extension().and_then(|e| e.to_str()), Some("json" | "jsonl")))
+                .collect();
+            files.sort();
+            for file in files {
+                tasks.extend(read_file(&file)?);
+            }
+        } else {
+            tasks = read_file(&path)?;
+        }
+        let mut seen = std::collections::HashSet::new();
+        for task in &tasks {
+            validate_task(task)?;
+            if !seen.insert(task.id.clone()) {
+                return Err(TaskError::Invalid {
+                    task_id: task.id.clone(),
+                    field: "id".into(),
+                    message: format!("appears more than once in {}", path.display()),
+                });
+            }
+        }
+        Ok(Self { path, tasks })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl TaskSource for StaticSuite {
+    fn describe(&self) -> Value {
+        serde_json::json!({ "suite": self.path.display().to_string(), "count": self.tasks.len() })
+    }
+
+    fn len_hint(&self) -> Option<usize> {
+        Some(self.tasks.len())
+    }
+
+    fn tasks(&self) -> Box<dyn Iterator<Item = Result<Task, TaskError>> + Send + '_> {
+        Box::new(self.tasks.iter().cloned().map(Ok))
+    }
+}
+
+fn read_file(path: &Path) -> Result<Vec<Task>, TaskError> {
+    let file = fs::File::open(path).map_err(|source| TaskError::Io { path: path.to_path_buf(), source })?;
+    let parse_err = |line: Option<usize>, e: serde_json::Error| TaskError::Parse {
+        path: path.to_path_buf(),
+        line: line.or(Some(e.line())),
+        message: e.to_string(),
+    };
+    if path.extension().and_then(|e| e.to_str()) == Some("jsonl") {
+        let mut tasks = Vec::new();
+        for (n, line) in BufReader::new(file).lines().enumerate() {
+            let line = line.map_err(|source| TaskError::Io { path: path.to_path_buf(), source })?;
+            if line.trim().is_empty() {
+                continue;
+            }
+            tasks.push(serde_json::from_str(&line).map_err(|e| parse_err(Some(n + 1), e))?);
+        }
+        Ok(tasks)
+    } else {
+        let task = serde_json::from_reader(BufReader::new(file)).map_err(|e| parse_err(None, e))?;
+        Ok(vec![task])
+    }
+}
+
+/// Checks what every task needs whatever its backend.
+pub fn validate_task(task: &Task) -> Result<(), TaskError> {
+    let invalid = |field: &str, message: &str| TaskError::Invalid {
+        task_id: task.id.clone(),
+        field: field.into(),
+        message: message.into(),
+    };
+    if task.id.trim().is_empty() {
+        return Err(invalid("id", "is empty"));
+    }
+    if task.application.trim().is_empty() {
+        return Err(invalid("application", "is empty"));
+    }
+    if task.level == 0 {
+        return Err(invalid("level", "must be 1 or more"));
+    }
+    if let TaskKind::Config(config) = &task.kind {
+        for device in config.startup_configs.keys().chain(config.ground_truth_configs.keys()) {
+            if !config.topology.nodes.contains(device) {
+                return Err(invalid(
+                    "startup_configs/ground_truth_configs",
+                    &format!("device `{device}` is not in topology.nodes"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn task(id: &str) -> Task {
+        Task {
+            id: id.into(),
+            application: "dcgraph".into(),
+            level: 1,
+            label: "count".into(),
+            seed: Some(1),
+            query: "Count the EK_PORT in ju1.a1.m1.".into(),
+            setup: json!({"graph": "generated"}),
+            kind: TaskKind::Constructive { actions: vec![], answer: Some(json!(64)), goal: None },
+        }
+    }
+
+    #[test]
+    fn task_round_trips_through_json() {
+        let t = task("t1");
+        let text = serde_json::to_string(&t).expect("serialise");
+        assert!(text.contains("\"kind\":\"constructive\""), "{text}");
+        let back: Task = serde_json::from_str(&text).expect("parse");
+        assert_eq!(back, t);
+    }
+
+    #[test]
+    fn loads_jsonl_and_reports_the_bad_line() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("suite.jsonl");
+        let good = serde_json::to_string(&task("a")).expect("json");
+        fs::write(&file, format!("{good}\n{{\"id\": \"b\"}}\n")).expect("write");
+        let err = StaticSuite::load(&file).expect_err("second line is not a task").to_string();
+        assert!(err.contains("suite.jsonl:2"), "{err}");
+        assert!(err.contains("missing field"), "{err}");
+    }
+
+    #[test]
+    fn rejects_duplicate_ids_and_config_devices_outside_the_topology() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("suite.jsonl");
+        let good = serde_json::to_string(&task("a")).expect("json");
+        fs::write(&file, format!("{good}\n{good}\n")).expect("write");
+        let err = StaticSuite::load(&file).expect_err("duplicate").to_string();
+        assert!(err.contains("task a: field `id`"), "{err}");
+
+        let mut t = task("c");
+        t.kind = TaskKind::Config(ConfigTask {
+            task_name: "Static Routing".into(),
+            intents: vec!["R1: add a route".into()],
+            topology: ConfigTopology { nodes: vec!["R1".into()], links: vec![] },
+            startup_configs: [("R2".to_string(), "!".to_string())].into(),
+            ground_truth_configs: BTreeMap::new(),
+            ground_truth_reasoning: String::new(),
+            testcases: vec![],
+        });
+        let err = validate_task(&t).expect_err("R2 unknown").to_string();
+        assert!(err.contains("device `R2` is not in topology.nodes"), "{err}");
+    }
+}

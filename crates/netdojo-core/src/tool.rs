@@ -1,0 +1,98 @@
+//! Tools are data: a name, a description and a JSON Schema of the arguments. The same list
+//! serves an OpenAI tool call, an Ollama tool call, an MCP `tools/list` and a text prompt.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+/// The tool every episode offers besides the environment's own: the agent calls it to say it
+/// is done, with its answer when the task asks for one.
+pub const FINISH_TOOL: &str = "finish";
+
+/// One tool an environment offers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    /// JSON Schema (an object schema) of the arguments.
+    pub parameters: Value,
+}
+
+impl ToolSpec {
+    pub fn new(name: impl Into<String>, description: impl Into<String>, parameters: Value) -> Self {
+        Self { name: name.into(), description: description.into(), parameters }
+    }
+
+    /// The `finish` tool. `answer` is the schema of the answer the task expects, if any.
+    pub fn finish(answer: Option<Value>) -> Self {
+        let (properties, required) = match answer {
+            Some(schema) => (json!({ "answer": schema }), json!(["answer"])),
+            None => (json!({}), json!([])),
+        };
+        Self::new(
+            FINISH_TOOL,
+            "Call this once you are done. Give your final answer in `answer` when the task asks \
+             for one. No further tool calls are accepted after it.",
+            json!({
+                "type": "object",
+                "properties": properties,
+                "required": required,
+                "additionalProperties": false,
+            }),
+        )
+    }
+}
+
+/// A call of a tool by an agent. Everything in it is untrusted input.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The agent's id for the call (the model's `tool_call_id`, or one the agent made up).
+    #[serde(default)]
+    pub id: String,
+    pub name: String,
+    #[serde(default)]
+    pub arguments: Value,
+}
+
+impl ToolCall {
+    pub fn new(name: impl Into<String>, arguments: Value) -> Self {
+        Self { id: String::new(), name: name.into(), arguments }
+    }
+
+    pub fn finish(answer: Option<Value>) -> Self {
+        let arguments = match answer {
+            Some(a) => json!({ "answer": a }),
+            None => json!({}),
+        };
+        Self::new(FINISH_TOOL, arguments)
+    }
+}
+
+/// What a tool call produced, as the agent sees it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Observation {
+    pub call_id: String,
+    pub tool: String,
+    /// False when the call was refused or failed (bad arguments, unknown node, refused command).
+    pub ok: bool,
+    /// The text shown to the agent.
+    pub content: String,
+    /// Structured result, when the tool has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+}
+
+impl Observation {
+    pub fn ok(call: &ToolCall, content: impl Into<String>, data: Option<Value>) -> Self {
+        Self { call_id: call.id.clone(), tool: call.name.clone(), ok: true, content: content.into(), data }
+    }
+
+    pub fn error(call: &ToolCall, message: impl Into<String>) -> Self {
+        Self {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            ok: false,
+            content: format!("error: {}", message.into()),
+            data: None,
+        }
+    }
+}
