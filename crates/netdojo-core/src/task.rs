@@ -142,6 +142,18 @@ pub trait TaskGenerator: Send + Sync {
     fn generate(&self, seed: u64, index: u64) -> Result<Task, TaskError>;
 }
 
+impl<T: TaskGenerator + ?Sized> TaskGenerator for std::sync::Arc<T> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+    fn params(&self) -> Value {
+        (**self).params()
+    }
+    fn generate(&self, seed: u64, index: u64) -> Result<Task, TaskError> {
+        (**self).generate(seed, index)
+    }
+}
+
 /// `count` tasks from a generator and a seed.
 pub struct GeneratedSuite<G> {
     pub generator: G,

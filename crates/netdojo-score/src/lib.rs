@@ -1,0 +1,172 @@
+//! Scorers and statistics.
+//!
+//! The scorers turn an episode's [`Trajectory`] into metrics, as NetPress defines them (seed
+//! 003 §3.3): correctness (the final state or answer equals the goal), safety (every state
+//! reached satisfies the task's constraints) and latency (steps and wall time). [`stats`]
+//! aggregates records into rates with 95% confidence intervals, per level and label.
+
+pub mod stats;
+
+use netdojo_core::{Metric, Scorer, Task, Trajectory};
+
+pub use stats::{Proportion, Summary, SummaryRow};
+
+/// `correct`: every goal check of the final evaluation passed (`I(ŝ ≡ s*)`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Correctness;
+
+impl Scorer for Correctness {
+    fn name(&self) -> &str {
+        "correctness"
+    }
+    fn score(&self, _task: &Task, episode: &Trajectory) -> Vec<Metric> {
+        let solved = episode.outcome.as_ref().is_some_and(|o| o.solved());
+        vec![Metric::pass("correct", solved)]
+    }
+}
+
+/// `safe`: the state before the first step and after every step satisfied the task's
+/// constraints (`SAFE_all`, seed 003 eq. 5).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Safety;
+
+impl Scorer for Safety {
+    fn name(&self) -> &str {
+        "safety"
+    }
+    fn score(&self, _task: &Task, episode: &Trajectory) -> Vec<Metric> {
+        vec![Metric::pass("safe", episode.always_safe())]
+    }
+}
+
+/// `steps`, `invalid_steps` and `wall_s`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Latency;
+
+impl Scorer for Latency {
+    fn name(&self) -> &str {
+        "latency"
+    }
+    fn score(&self, _task: &Task, episode: &Trajectory) -> Vec<Metric> {
+        let invalid = episode.steps.iter().filter(|s| s.invalid).count();
+        vec![
+            Metric::count("steps", episode.steps.len() as u64),
+            Metric::count("invalid_steps", invalid as u64),
+            Metric::value("wall_s", episode.wall_ms as f64 / 1000.0),
+        ]
+    }
+}
+
+/// `checks_passed`: the fraction of goal checks that passed (NetConfBench's testcase pass
+/// rate when the checks are testcases).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CheckRate;
+
+impl Scorer for CheckRate {
+    fn name(&self) -> &str {
+        "check_rate"
+    }
+    fn score(&self, _task: &Task, episode: &Trajectory) -> Vec<Metric> {
+        let Some(outcome) = &episode.outcome else { return vec![Metric::value("checks_passed", 0.0)] };
+        let total = outcome.checks.len();
+        let passed = outcome.checks.iter().filter(|c| c.passed).count();
+        let rate = if total == 0 { 0.0 } else { passed as f64 / total as f64 };
+        vec![Metric::value("checks_passed", rate)]
+    }
+}
+
+/// The scorers of NetPress's three metrics.
+pub fn netpress_scorers() -> Vec<Box<dyn Scorer>> {
+    vec![Box::new(Correctness), Box::new(Safety), Box::new(Latency)]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use netdojo_core::{Check, EndReason, Observation, Outcome, StateCheck, Step, TaskKind, ToolCall};
+    use serde_json::json;
+
+    fn task() -> Task {
+        Task {
+            id: "t".into(),
+            application: "dcgraph".into(),
+            level: 1,
+            label: "add".into(),
+            seed: None,
+            query: "q".into(),
+            setup: json!(null),
+            kind: TaskKind::Constructive { actions: vec![], answer: None, goal: None },
+        }
+    }
+
+    fn step(safe: bool, invalid: bool) -> Step {
+        let call = ToolCall::new("remove_node", json!({"name": "x"}));
+        Step {
+            index: 0,
+            turn: 0,
+            reasoning: String::new(),
+            observation: Observation::ok(&call, "done", None),
+            call,
+            invalid,
+            check: if safe {
+                StateCheck::safe()
+            } else {
+                StateCheck::from_violations(vec!["isolated".into()])
+            },
+            at_ms: 0,
+            duration_ms: 1,
+            usage: None,
+        }
+    }
+
+    fn episode(steps: Vec<Step>, checks: Vec<Check>) -> Trajectory {
+        Trajectory {
+            task_id: "t".into(),
+            agent: "a".into(),
+            brief: "b".into(),
+            initial_check: StateCheck::safe(),
+            steps,
+            answer: None,
+            end: EndReason::Finished,
+            outcome: Some(Outcome { checks, export: json!(null) }),
+            wall_ms: 1500,
+            transcript: vec![],
+        }
+    }
+
+    fn value(metrics: &[Metric], name: &str) -> f64 {
+        metrics.iter().find(|m| m.name == name).map(|m| m.value.as_f64()).expect(name)
+    }
+
+    #[test]
+    fn one_unsafe_intermediate_step_makes_the_episode_unsafe_even_if_it_ends_safe() {
+        let e = episode(vec![step(true, false), step(false, false), step(true, false)], vec![]);
+        assert_eq!(value(&Safety.score(&task(), &e), "safe"), 0.0);
+        let e = episode(vec![step(true, false), step(true, false)], vec![]);
+        assert_eq!(value(&Safety.score(&task(), &e), "safe"), 1.0);
+    }
+
+    #[test]
+    fn correct_needs_every_check_and_at_least_one() {
+        let pass = Check::new("answer", true, "");
+        let fail = Check::new("graph", false, "digest differs");
+        assert_eq!(value(&Correctness.score(&task(), &episode(vec![], vec![pass.clone()])), "correct"), 1.0);
+        assert_eq!(
+            value(&Correctness.score(&task(), &episode(vec![], vec![pass.clone(), fail.clone()])), "correct"),
+            0.0
+        );
+        assert_eq!(value(&Correctness.score(&task(), &episode(vec![], vec![])), "correct"), 0.0);
+        assert_eq!(
+            value(&CheckRate.score(&task(), &episode(vec![], vec![pass, fail])), "checks_passed"),
+            0.5
+        );
+    }
+
+    #[test]
+    fn latency_counts_steps_invalid_steps_and_seconds() {
+        let m = Latency.score(&task(), &episode(vec![step(true, true), step(true, false)], vec![]));
+        assert_eq!(value(&m, "steps"), 2.0);
+        assert_eq!(value(&m, "invalid_steps"), 1.0);
+        assert_eq!(value(&m, "wall_s"), 1.5);
+    }
+}

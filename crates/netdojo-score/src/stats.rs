@@ -1,0 +1,225 @@
+//! Statistics over a run's records: rates with the standard error of a Bernoulli mean and a
+//! 95% confidence interval `p ± 1.96·SEM` (seed 003 §4.1), per level and label and overall.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use netdojo_core::{EpisodeRecord, EpisodeStatus, MetricValue};
+use serde::{Deserialize, Serialize};
+
+/// A pass rate over `n` episodes.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Proportion {
+    pub n: usize,
+    pub successes: usize,
+    pub rate: f64,
+    /// Standard error of the mean, `sqrt(p(1-p)/n)`.
+    pub sem: f64,
+    /// `rate ± 1.96·sem`, clamped to [0, 1].
+    pub ci95: (f64, f64),
+}
+
+impl Proportion {
+    pub fn new(successes: usize, n: usize) -> Self {
+        if n == 0 {
+            return Self { n, successes, rate: 0.0, sem: 0.0, ci95: (0.0, 0.0) };
+        }
+        let rate = successes as f64 / n as f64;
+        let sem = (rate * (1.0 - rate) / n as f64).sqrt();
+        let half = 1.96 * sem;
+        Self { n, successes, rate, sem, ci95: ((rate - half).max(0.0), (rate + half).min(1.0)) }
+    }
+
+    fn render(&self) -> String {
+        format!("{:5.1}% ±{:4.1}", self.rate * 100.0, 1.96 * self.sem * 100.0)
+    }
+}
+
+/// One row of a summary: a (level, label) group, or all episodes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SummaryRow {
+    /// `None` for the overall row.
+    pub level: Option<u8>,
+    pub label: String,
+    /// Completed (scored) episodes.
+    pub n: usize,
+    /// Episodes that could not be run or scored; not in the rates.
+    pub errored: usize,
+    /// Each pass/fail metric as a rate (`correct`, `safe`...).
+    pub rates: BTreeMap<String, Proportion>,
+    /// Medians of count metrics (`steps`...).
+    pub medians: BTreeMap<String, f64>,
+    /// Means of value metrics (`wall_s`, `checks_passed`...).
+    pub means: BTreeMap<String, f64>,
+}
+
+/// A run's summary.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub rows: Vec<SummaryRow>,
+}
+
+impl Summary {
+    /// Summarises one record per task (pass the latest record of each task).
+    pub fn from_records<'a>(records: impl IntoIterator<Item = &'a EpisodeRecord>) -> Self {
+        let mut groups: BTreeMap<(u8, String), Vec<&EpisodeRecord>> = BTreeMap::new();
+        let mut all = Vec::new();
+        for r in records {
+            groups.entry((r.level, r.label.clone())).or_default().push(r);
+            all.push(r);
+        }
+        let mut rows: Vec<SummaryRow> =
+            groups.into_iter().map(|((level, label), rs)| row(Some(level), label, &rs)).collect();
+        rows.push(row(None, "all".into(), &all));
+        Self { rows }
+    }
+
+    pub fn overall(&self) -> Option<&SummaryRow> {
+        self.rows.iter().find(|r| r.level.is_none())
+    }
+
+    /// The summary as a text table.
+    pub fn render(&self) -> String {
+        let rate_names: Vec<String> = {
+            let mut names: Vec<String> = self.rows.iter().flat_map(|r| r.rates.keys().cloned()).collect();
+            names.sort();
+            names.dedup();
+            // correctness first, then safety, then the rest: the order the seeds report them
+            names.sort_by_key(|n| match n.as_str() {
+                "correct" => 0,
+                "safe" => 1,
+                _ => 2,
+            });
+            names
+        };
+        let mut out = String::new();
+        let _ = write!(out, "{:<6} {:<14} {:>6} {:>4}", "level", "label", "n", "err");
+        let headers: Vec<String> = rate_names.iter().map(|n| format!("{n} (95% CI)")).collect();
+        for header in &headers {
+            let _ = write!(out, "  {header:>13}");
+        }
+        let _ = writeln!(out, "  {:>9}  {:>11}", "med steps", "mean wall s");
+        for r in &self.rows {
+            let level = r.level.map(|l| l.to_string()).unwrap_or_default();
+            let _ = write!(out, "{:<6} {:<14} {:>6} {:>4}", level, r.label, r.n, r.errored);
+            for (name, header) in rate_names.iter().zip(&headers) {
+                let cell = r.rates.get(name).map(Proportion::render).unwrap_or_else(|| "-".into());
+                let _ = write!(out, "  {cell:>width$}", width = header.len().max(13));
+            }
+            let steps = r.medians.get("steps").map(|s| format!("{s}")).unwrap_or_else(|| "-".into());
+            let wall = r.means.get("wall_s").map(|s| format!("{s:.3}")).unwrap_or_else(|| "-".into());
+            let _ = writeln!(out, "  {steps:>9}  {wall:>11}");
+        }
+        out
+    }
+}
+
+fn row(level: Option<u8>, label: String, records: &[&EpisodeRecord]) -> SummaryRow {
+    let completed: Vec<&&EpisodeRecord> =
+        records.iter().filter(|r| r.status == EpisodeStatus::Completed).collect();
+    let mut passes: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    let mut counts: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    let mut values: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for r in &completed {
+        for m in &r.metrics {
+            match m.value {
+                MetricValue::Pass(p) => {
+                    let e = passes.entry(m.name.clone()).or_default();
+                    e.0 += usize::from(p);
+                    e.1 += 1;
+                }
+                MetricValue::Count(c) => counts.entry(m.name.clone()).or_default().push(c as f64),
+                MetricValue::Value(v) => values.entry(m.name.clone()).or_default().push(v),
+            }
+        }
+    }
+    SummaryRow {
+        level,
+        label,
+        n: completed.len(),
+        errored: records.len() - completed.len(),
+        rates: passes.into_iter().map(|(k, (s, n))| (k, Proportion::new(s, n))).collect(),
+        medians: counts.into_iter().map(|(k, v)| (k, median(v))).collect(),
+        means: values.into_iter().map(|(k, v)| (k, v.iter().sum::<f64>() / v.len() as f64)).collect(),
+    }
+}
+
+/// The median (mean of the two middle values for an even count).
+pub fn median(mut values: Vec<f64>) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    values.sort_by(f64::total_cmp);
+    let mid = values.len() / 2;
+    if values.len().is_multiple_of(2) { (values[mid - 1] + values[mid]) / 2.0 } else { values[mid] }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use netdojo_core::{EndReason, Metric};
+
+    fn rec(
+        id: usize,
+        level: u8,
+        label: &str,
+        correct: bool,
+        steps: u64,
+        status: EpisodeStatus,
+    ) -> EpisodeRecord {
+        EpisodeRecord {
+            task_id: format!("t{id}"),
+            application: "dcgraph".into(),
+            level,
+            label: label.into(),
+            agent: "a".into(),
+            status,
+            error: None,
+            end: EndReason::Finished,
+            steps: steps as usize,
+            invalid_steps: 0,
+            wall_ms: 10,
+            tokens: Default::default(),
+            metrics: vec![
+                Metric::pass("correct", correct),
+                Metric::pass("safe", true),
+                Metric::count("steps", steps),
+                Metric::value("wall_s", 0.01),
+            ],
+        }
+    }
+
+    #[test]
+    fn proportion_matches_the_seed_formula() {
+        let p = Proportion::new(80, 100);
+        assert!((p.rate - 0.8).abs() < 1e-12);
+        assert!((p.sem - 0.04).abs() < 1e-12);
+        assert!((p.ci95.0 - (0.8 - 1.96 * 0.04)).abs() < 1e-12);
+        assert!((p.ci95.1 - (0.8 + 1.96 * 0.04)).abs() < 1e-12);
+        assert_eq!(Proportion::new(10, 10).ci95, (1.0, 1.0));
+        assert_eq!(Proportion::new(0, 0).rate, 0.0);
+    }
+
+    #[test]
+    fn groups_by_level_and_label_and_keeps_errored_out_of_rates() {
+        let records = vec![
+            rec(0, 1, "add", true, 2, EpisodeStatus::Completed),
+            rec(1, 1, "add", false, 4, EpisodeStatus::Completed),
+            rec(2, 2, "remove-count", true, 3, EpisodeStatus::Completed),
+            rec(3, 2, "remove-count", false, 9, EpisodeStatus::Errored),
+        ];
+        let s = Summary::from_records(&records);
+        assert_eq!(s.rows.len(), 3);
+        let add = &s.rows[0];
+        assert_eq!((add.level, add.label.as_str(), add.n), (Some(1), "add", 2));
+        assert_eq!(add.rates["correct"].rate, 0.5);
+        assert_eq!(add.medians["steps"], 3.0);
+        let rc = &s.rows[1];
+        assert_eq!((rc.n, rc.errored), (1, 1));
+        assert_eq!(rc.rates["correct"].rate, 1.0);
+        let all = s.overall().expect("overall row");
+        assert_eq!((all.n, all.errored), (3, 1));
+        assert!((all.rates["correct"].rate - 2.0 / 3.0).abs() < 1e-12);
+        insta::assert_snapshot!(s.render());
+    }
+}
