@@ -1,1 +1,68 @@
-fn main() {}
+//! `cargo xtask`: netdojo's orchestrator.
+//!
+//! - `eval`: run an agent on an environment's tasks and summarise the scores.
+//! - `generate`: write generated tasks as JSON lines, to freeze and share a suite.
+//! - `report`: summarise a run directory again.
+//! - `bench`: measure against the targets the issues set.
+
+mod apps;
+mod bench;
+mod eval;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(name = "cargo xtask", about = "netdojo: evaluate agents on real network work", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run an agent on an environment's tasks and print the scores.
+    Eval(eval::EvalArgs),
+    /// Write generated tasks as JSON lines.
+    Generate(eval::GenerateArgs),
+    /// Summarise a run directory.
+    Report {
+        /// The run directory.
+        dir: PathBuf,
+    },
+    /// Measure performance against the project's targets.
+    Bench(bench::BenchArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // clap prints help and version to stdout with exit 0, and errors to stderr with 2.
+            let _ = e.print();
+            return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
+        }
+    };
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("NETDOJO_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .init();
+    let result = match cli.command {
+        Command::Eval(args) => eval::eval(args),
+        Command::Generate(args) => eval::generate(args).map(|()| ExitCode::SUCCESS),
+        Command::Report { dir } => eval::report(&dir).map(|()| ExitCode::SUCCESS),
+        Command::Bench(args) => bench::bench(args).map(|()| ExitCode::SUCCESS),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -36,11 +36,6 @@ pub trait Environment: Send {
     /// Exports the final state and runs the task's goal checks (testcases, answer, state).
     async fn evaluate(&mut self, task: &Task, answer: Option<&Value>) -> Result<Outcome, EnvError>;
 
-    /// A random valid tool call (as gym's `action_space.sample()`), for the random agent.
-    fn sample_call(&mut self, _seed: u64) -> Option<ToolCall> {
-        None
-    }
-
     /// Releases what the episode holds (namespaces, daemons, projects).
     async fn close(&mut self) -> Result<(), EnvError> {
         Ok(())

@@ -42,7 +42,11 @@ impl Environment for Counter {
         Ok(Observation::ok(call, self.value.to_string(), None))
     }
     async fn check(&mut self) -> Result<StateCheck, EnvError> {
-        Ok(if self.value > 10 { StateCheck::from_violations(vec!["above 10".into()]) } else { StateCheck::safe() })
+        Ok(if self.value > 10 {
+            StateCheck::from_violations(vec!["above 10".into()])
+        } else {
+            StateCheck::safe()
+        })
     }
     async fn evaluate(&mut self, task: &Task, answer: Option<&Value>) -> Result<Outcome, EnvError> {
         let goal: i64 = task.query.parse().unwrap_or(0);
@@ -93,8 +97,12 @@ impl Agent for ScriptAgent {
         let turn = self.script.turns.get(self.next).cloned().unwrap_or(Ok(vec![]));
         self.next += 1;
         match turn {
-            Ok(calls) => Ok(AgentTurn { reasoning: format!("turn {}", self.next), calls, ..Default::default() }),
-            Err(()) => Err(AgentError::Unreachable { agent: "script".into(), message: "connection refused".into() }),
+            Ok(calls) => {
+                Ok(AgentTurn { reasoning: format!("turn {}", self.next), calls, ..Default::default() })
+            }
+            Err(()) => {
+                Err(AgentError::Unreachable { agent: "script".into(), message: "connection refused".into() })
+            }
         }
     }
 }
@@ -139,7 +147,11 @@ fn inc(by: Value) -> ToolCall {
     ToolCall::new("inc", json!({ "by": by }))
 }
 
-fn runner(turns: Vec<Result<Vec<ToolCall>, ()>>, budget: Budget, fail_on_execute: bool) -> (Runner, Arc<AtomicUsize>) {
+fn runner(
+    turns: Vec<Result<Vec<ToolCall>, ()>>,
+    budget: Budget,
+    fail_on_execute: bool,
+) -> (Runner, Arc<AtomicUsize>) {
     let made = Arc::new(AtomicUsize::new(0));
     let script = Script { turns, delay: Duration::ZERO, made: made.clone() };
     let runner = Runner {

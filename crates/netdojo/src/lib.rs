@@ -1,0 +1,24 @@
+//! netdojo: evaluate (and train) LLM agents on real network work.
+//!
+//! This facade re-exports the core vocabulary and, behind one cargo feature each, the
+//! backends and agents, so a project compiles only what it picks (as `object_store` and
+//! `opendal` do):
+//!
+//! | feature    | module      | crate              |
+//! |------------|-------------|--------------------|
+//! | (always)   | [`core`]    | `netdojo-core`     |
+//! | `score`    | `score`     | `netdojo-score`    |
+//! | `scripted` | `scripted`  | `netdojo-scripted` |
+//! | `dcgraph`  | `dcgraph`   | `netdojo-dcgraph`  |
+//!
+//! `full` turns every feature on.
+
+pub use netdojo_core as core;
+pub use netdojo_core::*;
+
+#[cfg(feature = "dcgraph")]
+pub use netdojo_dcgraph as dcgraph;
+#[cfg(feature = "score")]
+pub use netdojo_score as score;
+#[cfg(feature = "scripted")]
+pub use netdojo_scripted as scripted;

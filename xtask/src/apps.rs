@@ -1,0 +1,56 @@
+//! The names on the command line, wired to the crates behind them. The one place that knows
+//! every backend and agent.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{Context, Result, bail};
+use netdojo::dcgraph::{DcGraphFactory, GraphSource, QueryGenerator};
+use netdojo::scripted::{NoopFactory, OracleFactory, RandomFactory};
+use netdojo::{AgentFactory, EnvironmentFactory, Scorer, TaskGenerator};
+
+pub const ENVIRONMENTS: &[&str] = &["dcgraph"];
+pub const AGENTS: &[&str] = &["oracle", "noop", "random"];
+
+/// An environment with what runs it: the factory, the generator of its tasks, its scorers.
+pub struct App {
+    pub factory: Arc<dyn EnvironmentFactory>,
+    pub generator: Arc<dyn TaskGenerator>,
+    pub scorers: Vec<Box<dyn Scorer>>,
+}
+
+/// Options some environments read.
+#[derive(Debug, Clone, Default)]
+pub struct EnvOptions {
+    /// dcgraph: a MALT text-protobuf model to use instead of the generated fabric.
+    pub graph: Option<PathBuf>,
+}
+
+pub fn app(name: &str, options: &EnvOptions) -> Result<App> {
+    match name {
+        "dcgraph" => {
+            let source = match &options.graph {
+                Some(path) => GraphSource::Malt(path.clone()),
+                None => GraphSource::Generated(Default::default()),
+            };
+            let factory = DcGraphFactory::new(source.clone())
+                .with_context(|| format!("environment `dcgraph`: loading the graph ({source:?})"))?;
+            let generator = QueryGenerator::new(factory.graph().clone(), source);
+            Ok(App {
+                factory: Arc::new(factory),
+                generator: Arc::new(generator),
+                scorers: netdojo::score::netpress_scorers(),
+            })
+        }
+        other => bail!("unknown environment `{other}` (known: {})", ENVIRONMENTS.join(", ")),
+    }
+}
+
+pub fn agent(name: &str, seed: u64, random_steps: usize) -> Result<Arc<dyn AgentFactory>> {
+    Ok(match name {
+        "oracle" => Arc::new(OracleFactory),
+        "noop" => Arc::new(NoopFactory),
+        "random" => Arc::new(RandomFactory { seed, steps: random_steps }),
+        other => bail!("unknown agent `{other}` (known: {})", AGENTS.join(", ")),
+    })
+}

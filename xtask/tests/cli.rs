@@ -1,0 +1,252 @@
+//! End-to-end: the `xtask` binary as a user runs it, on temporary run directories.
+
+use std::fs;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use netdojo::core::store::RunDir;
+use serde_json::Value;
+
+fn xtask(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_xtask")).args(args).output().expect("run xtask")
+}
+
+fn ok(args: &[&str]) -> Output {
+    let out = xtask(args);
+    assert!(out.status.success(), "xtask {args:?} failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+fn summary(dir: &Path) -> Value {
+    let text = fs::read_to_string(dir.join("summary.json")).expect("summary.json");
+    serde_json::from_str(&text).expect("summary is JSON")
+}
+
+fn rows(summary: &Value) -> &Vec<Value> {
+    summary["rows"].as_array().expect("rows")
+}
+
+fn rate(row: &Value, metric: &str) -> f64 {
+    row["rates"][metric]["rate"].as_f64().unwrap_or_else(|| panic!("no {metric} in {row}"))
+}
+
+fn lines(path: &Path) -> usize {
+    fs::read_to_string(path).map(|t| t.lines().count()).unwrap_or(0)
+}
+
+const LABELS: [&str; 12] = [
+    "add",
+    "count",
+    "list",
+    "rank",
+    "remove",
+    "update",
+    "remove-count",
+    "remove-list",
+    "remove-rank",
+    "add-count",
+    "add-list",
+    "add-rank",
+];
+
+#[test]
+fn oracle_is_correct_and_safe_on_every_label_and_the_run_directory_is_complete() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("run");
+    let out = ok(&[
+        "eval",
+        "--env",
+        "dcgraph",
+        "--agent",
+        "oracle",
+        "--queries",
+        "300",
+        "--seed",
+        "1",
+        "--quiet",
+        "--out",
+    ]
+    .iter()
+    .copied()
+    .chain([dir.to_str().expect("utf-8 path")])
+    .collect::<Vec<_>>());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("correct (95% CI)") && stdout.contains(dir.to_str().expect("path")), "{stdout}");
+
+    let s = summary(&dir);
+    let labels: Vec<&str> = rows(&s).iter().filter_map(|r| r["label"].as_str()).collect();
+    for label in LABELS {
+        assert!(labels.contains(&label), "label {label} missing from {labels:?}");
+    }
+    for row in rows(&s) {
+        assert_eq!(rate(row, "correct"), 1.0, "{row}");
+        assert_eq!(rate(row, "safe"), 1.0, "{row}");
+        assert_eq!(row["errored"], 0, "{row}");
+    }
+    assert_eq!(rows(&s).last().expect("overall")["n"], 300);
+
+    assert_eq!(lines(&dir.join("episodes.jsonl")), 300);
+    assert_eq!(fs::read_dir(dir.join("trajectories")).expect("trajectories").count(), 300);
+    assert!(dir.join("summary.txt").is_file());
+    let store = RunDir::open(&dir).expect("open run");
+    let config = store.config().expect("config");
+    assert_eq!(config["cli"]["seed"], 1);
+    assert_eq!(config["runner"]["agent"]["name"], "oracle");
+    // A mutating task's trajectory holds the oracle's tool calls and a safe check after each.
+    let record =
+        store.records().expect("records").into_iter().find(|r| r.label == "add-count").expect("add-count");
+    let trajectory = store.trajectory(&record.task_id).expect("trajectory");
+    // The add goes in as one `batch` (node + edge), so no step leaves an isolated node.
+    assert!(
+        trajectory
+            .steps
+            .iter()
+            .any(|s| s.call.name == "batch" && s.call.arguments.to_string().contains("add_node")),
+        "{:?}",
+        trajectory.steps
+    );
+    assert!(trajectory.steps.iter().all(|s| s.check.safe && s.observation.ok));
+    assert!(trajectory.brief.contains("EK_PACKET_SWITCH"), "{}", trajectory.brief);
+    assert!(trajectory.answer.is_some());
+}
+
+#[test]
+fn noop_is_never_correct_and_never_unsafe() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("run");
+    ok(&[
+        "eval",
+        "--agent",
+        "noop",
+        "--queries",
+        "60",
+        "--seed",
+        "2",
+        "--quiet",
+        "--out",
+        dir.to_str().expect("path"),
+    ]);
+    let s = summary(&dir);
+    for row in rows(&s) {
+        // Every label either changes the graph or asks for an answer.
+        assert_eq!(rate(row, "correct"), 0.0, "{row}");
+        assert_eq!(rate(row, "safe"), 1.0, "{row}");
+    }
+}
+
+#[test]
+fn random_agent_is_caught_breaking_constraints() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("run");
+    ok(&[
+        "eval",
+        "--agent",
+        "random",
+        "--random-steps",
+        "8",
+        "--queries",
+        "96",
+        "--seed",
+        "4",
+        "--quiet",
+        "--out",
+        dir.to_str().expect("path"),
+    ]);
+    let store = RunDir::open(&dir).expect("open");
+    let records = store.records().expect("records");
+    let unsafe_ids: Vec<&str> = records
+        .iter()
+        .filter(|r| r.metric("safe") == Some(netdojo::MetricValue::Pass(false)))
+        .map(|r| r.task_id.as_str())
+        .collect();
+    assert!(!unsafe_ids.is_empty(), "96 episodes of random mutations and not one unsafe");
+    for id in unsafe_ids {
+        let t = store.trajectory(id).expect("trajectory");
+        let first_unsafe = t.steps.iter().find(|s| !s.check.safe).expect("an unsafe step");
+        assert!(!first_unsafe.check.violations.is_empty());
+        assert!(
+            ["add_node", "add_edge", "remove_node", "remove_edge", "update_node", "batch"]
+                .contains(&first_unsafe.call.name.as_str()),
+            "a read-only tool cannot break the graph: {:?}",
+            first_unsafe.call
+        );
+    }
+}
+
+#[test]
+fn a_killed_run_resumes_to_the_summary_of_an_uninterrupted_one() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (full, killed) = (tmp.path().join("full"), tmp.path().join("killed"));
+    let args = ["eval", "--queries", "600", "--seed", "9", "--quiet", "--concurrency", "2", "--out"];
+    ok(&args.iter().copied().chain([full.to_str().expect("path")]).collect::<Vec<_>>());
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(args)
+        .arg(&killed)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let episodes = killed.join("episodes.jsonl");
+    let start = Instant::now();
+    while lines(&episodes) < 30 {
+        assert!(start.elapsed() < Duration::from_secs(120), "the run made no progress");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reap");
+    let done_when_killed = lines(&episodes);
+    assert!(done_when_killed < 600, "the run finished before it could be killed");
+
+    ok(&["eval", "--quiet", "--resume", killed.to_str().expect("path")]);
+    assert_eq!(lines(&episodes), 600, "resume must redo nothing and lose nothing");
+    let strip = |mut s: Value| {
+        for row in s["rows"].as_array_mut().expect("rows") {
+            row["means"].take(); // wall-clock times differ between runs
+        }
+        s
+    };
+    assert_eq!(strip(summary(&killed)), strip(summary(&full)));
+}
+
+#[test]
+fn generated_suites_are_reproducible_and_run_like_the_generator() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let path = |name: &str| tmp.path().join(name).to_str().expect("path").to_string();
+    ok(&["generate", "--queries", "24", "--seed", "5", "--out", &path("a.jsonl")]);
+    ok(&["generate", "--queries", "24", "--seed", "5", "--out", &path("b.jsonl")]);
+    ok(&["generate", "--queries", "24", "--seed", "6", "--out", &path("c.jsonl")]);
+    let read = |name: &str| fs::read(tmp.path().join(name)).expect("read");
+    assert_eq!(read("a.jsonl"), read("b.jsonl"), "same seed, same bytes");
+    assert_ne!(read("a.jsonl"), read("c.jsonl"));
+    assert_eq!(lines(&tmp.path().join("a.jsonl")), 24);
+
+    ok(&["eval", "--suite", &path("a.jsonl"), "--quiet", "--out", &path("run")]);
+    let s = summary(&tmp.path().join("run"));
+    let all = rows(&s).last().expect("overall");
+    assert_eq!((all["n"].as_u64(), rate(all, "correct")), (Some(24), 1.0));
+}
+
+#[test]
+fn bad_input_gives_one_clear_line_and_a_failure_code() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let bad_suite = tmp.path().join("bad.jsonl");
+    fs::write(&bad_suite, "{\"id\": \"x\"}\n").expect("write");
+    let bad = bad_suite.to_str().expect("path");
+    let cases: [(&[&str], &str); 6] = [
+        (&["eval", "--env", "nope"], "unknown environment `nope` (known: dcgraph)"),
+        (&["eval", "--agent", "gpt"], "unknown agent `gpt` (known: oracle, noop, random)"),
+        (&["eval", "--suite", "/nonexistent/suite.jsonl"], "/nonexistent/suite.jsonl"),
+        (&["eval", "--suite", bad], "bad.jsonl:1"),
+        (&["eval", "--resume", "/nonexistent/run"], "/nonexistent/run"),
+        (&["eval", "--queries", "many"], "invalid value 'many' for '--queries"),
+    ];
+    for (args, expected) in cases {
+        let out = xtask(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} should fail");
+        assert!(stderr.contains(expected), "{args:?}: expected {expected:?} in:\n{stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+}
