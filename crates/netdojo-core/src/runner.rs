@@ -178,18 +178,7 @@ impl Runner {
     /// and the steps made before it went wrong stay in the trajectory.
     pub async fn run_episode(&self, task: &Task) -> (EpisodeRecord, Trajectory) {
         let started = Instant::now();
-        let mut trajectory = Trajectory {
-            task_id: task.id.clone(),
-            agent: self.agent.name().to_string(),
-            brief: String::new(),
-            initial_check: StateCheck::default(),
-            steps: vec![],
-            answer: None,
-            end: EndReason::Error,
-            outcome: None,
-            wall_ms: 0,
-            transcript: vec![],
-        };
+        let mut trajectory = Trajectory::new(&task.id, self.agent.name());
         let result = match self.env.create(task).await {
             Ok(mut env) => {
                 let result = self.drive(task, env.as_mut(), started, &mut trajectory).await;
@@ -201,21 +190,7 @@ impl Runner {
             Err(e) => Err(e.to_string()),
         };
         trajectory.wall_ms = ms(started);
-        let mut record = EpisodeRecord {
-            task_id: task.id.clone(),
-            application: task.application.clone(),
-            level: task.level,
-            label: task.label.clone(),
-            agent: self.agent.name().to_string(),
-            status: EpisodeStatus::Completed,
-            error: None,
-            end: trajectory.end,
-            steps: trajectory.steps.len(),
-            invalid_steps: trajectory.steps.iter().filter(|s| s.invalid).count(),
-            wall_ms: trajectory.wall_ms,
-            tokens: trajectory.tokens(),
-            metrics: vec![],
-        };
+        let mut record = record_of(task, &trajectory);
         match result {
             Ok(()) => record.metrics = self.scorers.iter().flat_map(|s| s.score(task, &trajectory)).collect(),
             Err(message) => {
@@ -326,34 +301,30 @@ fn ms(since: Instant) -> u64 {
     since.elapsed().as_millis() as u64
 }
 
-/// The record of an episode that panicked (nothing of its trajectory survives).
-fn panicked(task: &Task, agent: &str, error: String) -> (EpisodeRecord, Trajectory) {
-    let record = EpisodeRecord {
+/// The record of a trajectory, as completed and not yet scored.
+fn record_of(task: &Task, trajectory: &Trajectory) -> EpisodeRecord {
+    EpisodeRecord {
         task_id: task.id.clone(),
         application: task.application.clone(),
         level: task.level,
         label: task.label.clone(),
-        agent: agent.to_string(),
-        status: EpisodeStatus::Errored,
-        error: Some(error),
-        end: EndReason::Error,
-        steps: 0,
-        invalid_steps: 0,
-        wall_ms: 0,
-        tokens: Default::default(),
+        agent: trajectory.agent.clone(),
+        status: EpisodeStatus::Completed,
+        error: None,
+        end: trajectory.end,
+        steps: trajectory.steps.len(),
+        invalid_steps: trajectory.steps.iter().filter(|s| s.invalid).count(),
+        wall_ms: trajectory.wall_ms,
+        tokens: trajectory.tokens(),
         metrics: vec![],
-    };
-    let trajectory = Trajectory {
-        task_id: task.id.clone(),
-        agent: agent.to_string(),
-        brief: String::new(),
-        initial_check: StateCheck::default(),
-        steps: vec![],
-        answer: None,
-        end: EndReason::Error,
-        outcome: None,
-        wall_ms: 0,
-        transcript: vec![],
-    };
+    }
+}
+
+/// The record of an episode that panicked (nothing of its trajectory survives).
+fn panicked(task: &Task, agent: &str, error: String) -> (EpisodeRecord, Trajectory) {
+    let trajectory = Trajectory::new(&task.id, agent);
+    let mut record = record_of(task, &trajectory);
+    record.status = EpisodeStatus::Errored;
+    record.error = Some(error);
     (record, trajectory)
 }

@@ -67,6 +67,22 @@ pub struct Trajectory {
 }
 
 impl Trajectory {
+    /// The trajectory of an episode that has not started yet.
+    pub fn new(task_id: &str, agent: &str) -> Self {
+        Self {
+            task_id: task_id.to_string(),
+            agent: agent.to_string(),
+            brief: String::new(),
+            initial_check: StateCheck::default(),
+            steps: vec![],
+            answer: None,
+            end: EndReason::Error,
+            outcome: None,
+            wall_ms: 0,
+            transcript: vec![],
+        }
+    }
+
     /// True when every state check, before and after each step, was safe.
     pub fn always_safe(&self) -> bool {
         self.initial_check.safe && self.steps.iter().all(|s| s.check.safe)

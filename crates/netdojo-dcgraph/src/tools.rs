@@ -25,6 +25,14 @@ fn obj(props: Value, required: &[&str]) -> Value {
 /// The tools, in a stable order.
 pub fn tool_specs() -> Vec<ToolSpec> {
     let name = json!({"type": "string", "minLength": 1, "description": "node name, e.g. ju1.a1.m1.s2c1"});
+    let edge_args = obj(
+        json!({
+            "from": name, "from_kind": kind_prop("kind of `from`"),
+            "to": name, "to_kind": kind_prop("kind of `to`"),
+            "relation": {"type": "string", "description": "RK_CONTAINS or RK_CONTROLS"},
+        }),
+        &["from", "to", "relation"],
+    );
     vec![
         ToolSpec::new(
             "find_nodes",
@@ -82,32 +90,14 @@ pub fn tool_specs() -> Vec<ToolSpec> {
         ToolSpec::new(
             "add_edge",
             "Add a directed edge `from` -relation-> `to` (e.g. a packet switch RK_CONTAINS a port).",
-            obj(
-                json!({
-                    "from": name, "from_kind": kind_prop("kind of `from`"),
-                    "to": name, "to_kind": kind_prop("kind of `to`"),
-                    "relation": {"type": "string", "description": "RK_CONTAINS or RK_CONTROLS"},
-                }),
-                &["from", "to", "relation"],
-            ),
+            edge_args.clone(),
         ),
         ToolSpec::new(
             "remove_node",
             "Remove one node and its edges. Its children are NOT removed: remove them too when they should go.",
             obj(json!({"name": name, "kind": kind_prop("its kind")}), &["name"]),
         ),
-        ToolSpec::new(
-            "remove_edge",
-            "Remove the edge `from` -relation-> `to`.",
-            obj(
-                json!({
-                    "from": name, "from_kind": kind_prop("kind of `from`"),
-                    "to": name, "to_kind": kind_prop("kind of `to`"),
-                    "relation": {"type": "string", "description": "RK_CONTAINS or RK_CONTROLS"},
-                }),
-                &["from", "to", "relation"],
-            ),
-        ),
+        ToolSpec::new("remove_edge", "Remove the edge `from` -relation-> `to`.", edge_args.clone()),
         ToolSpec::new(
             "update_node",
             "Set one attribute of a node, e.g. physical_capacity_bps of a port.",
