@@ -225,7 +225,8 @@ fn summarise(store: &RunDir) -> Result<Summary> {
 }
 
 pub fn report(dir: &Path) -> Result<()> {
-    let store = RunDir::open(dir).with_context(|| format!("report {}", dir.display()))?;
+    // inspect, not open: a report on a run still in progress must not cut its last line.
+    let store = RunDir::inspect(dir).with_context(|| format!("report {}", dir.display()))?;
     let summary = summarise(&store)?;
     print!("{}", summary.render());
     Ok(())

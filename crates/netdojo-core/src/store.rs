@@ -14,7 +14,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::fs::{self, File, OpenOptions};
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufReader, Write};
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -29,7 +29,8 @@ const TRAJECTORIES: &str = "trajectories";
 #[derive(Debug)]
 pub struct RunDir {
     path: PathBuf,
-    episodes: File,
+    /// The append handle; `None` when opened with [`RunDir::inspect`].
+    episodes: Option<File>,
 }
 
 impl RunDir {
@@ -80,6 +81,20 @@ impl RunDir {
         Self::open_episodes(path)
     }
 
+    /// Opens a run to read it, changing nothing: safe while another process is still
+    /// writing to it (a line being written is not read).
+    pub fn inspect(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        let path = path.as_ref().to_path_buf();
+        let config_path = path.join(CONFIG);
+        if !config_path.is_file() {
+            return Err(StoreError::Format {
+                path: config_path,
+                message: "no run here (config.json is missing)".into(),
+            });
+        }
+        Ok(Self { path, episodes: None })
+    }
+
     fn open_episodes(path: PathBuf) -> Result<Self, StoreError> {
         let episodes_path = path.join(EPISODES);
         let episodes = OpenOptions::new()
@@ -87,7 +102,7 @@ impl RunDir {
             .append(true)
             .open(&episodes_path)
             .map_err(StoreError::io(&episodes_path))?;
-        Ok(Self { path, episodes })
+        Ok(Self { path, episodes: Some(episodes) })
     }
 
     pub fn path(&self) -> &Path {
@@ -100,17 +115,21 @@ impl RunDir {
         serde_json::from_str(&text).map_err(|e| StoreError::Format { path, message: e.to_string() })
     }
 
-    /// Every record in file order (a retried episode appears more than once).
+    /// Every record in file order (a retried episode appears more than once). A last line
+    /// without its newline is still being written (or was torn) and is not read.
     pub fn records(&self) -> Result<Vec<EpisodeRecord>, StoreError> {
         let path = self.path.join(EPISODES);
-        let file = File::open(&path).map_err(StoreError::io(&path))?;
+        let text = match fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(e) => return Err(StoreError::io(&path)(e)),
+        };
         let mut records = Vec::new();
-        for (n, line) in BufReader::new(file).lines().enumerate() {
-            let line = line.map_err(StoreError::io(&path))?;
-            if line.trim().is_empty() {
+        for (n, line) in text.split_inclusive('\n').enumerate() {
+            if !line.ends_with('\n') || line.trim().is_empty() {
                 continue;
             }
-            let record = serde_json::from_str(&line).map_err(|e| StoreError::Format {
+            let record = serde_json::from_str(line).map_err(|e| StoreError::Format {
                 path: path.clone(),
                 message: format!("line {}: {e}", n + 1),
             })?;
@@ -137,18 +156,21 @@ impl RunDir {
     /// Commits one finished episode: trajectory first, then its record line.
     pub fn append(&mut self, record: &EpisodeRecord, trajectory: &Trajectory) -> Result<(), StoreError> {
         let traj_path = self.trajectory_path(&record.task_id);
+        let episodes_path = self.path.join(EPISODES);
+        let Some(episodes) = self.episodes.as_mut() else {
+            return Err(StoreError::io(episodes_path)(read_only()));
+        };
         let mut bytes = Vec::new();
         ciborium::into_writer(trajectory, &mut bytes)
             .map_err(|e| StoreError::Format { path: traj_path.clone(), message: e.to_string() })?;
         write_atomic(&traj_path, &bytes)?;
 
-        let episodes_path = self.path.join(EPISODES);
         let mut line = serde_json::to_vec(record)
             .map_err(|e| StoreError::Format { path: episodes_path.clone(), message: e.to_string() })?;
         line.push(b'\n');
-        self.episodes.write_all(&line).map_err(StoreError::io(&episodes_path))?;
-        self.episodes.flush().map_err(StoreError::io(&episodes_path))?;
-        self.episodes.sync_data().map_err(StoreError::io(&episodes_path))?;
+        episodes.write_all(&line).map_err(StoreError::io(&episodes_path))?;
+        episodes.flush().map_err(StoreError::io(&episodes_path))?;
+        episodes.sync_data().map_err(StoreError::io(&episodes_path))?;
         Ok(())
     }
 
@@ -183,6 +205,10 @@ pub fn file_stem(task_id: &str) -> String {
         }
     }
     out
+}
+
+fn read_only() -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::PermissionDenied, "run opened read-only (RunDir::inspect)")
 }
 
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
@@ -251,6 +277,17 @@ mod tests {
         let mut f = OpenOptions::new().append(true).open(dir.path().join(EPISODES)).expect("open");
         f.write_all(b"{\"task_id\":\"c\",\"appl").expect("write");
         drop(f);
+
+        let len_before = fs::metadata(dir.path().join(EPISODES)).expect("stat").len();
+        let mut view = RunDir::inspect(dir.path()).expect("inspect");
+        assert_eq!(view.records().expect("records").len(), 2, "the line being written is not read");
+        assert!(view.append(&record("d", EpisodeStatus::Completed), &trajectory("d")).is_err());
+        assert_eq!(
+            fs::metadata(dir.path().join(EPISODES)).expect("stat").len(),
+            len_before,
+            "inspect changes nothing"
+        );
+        assert!(!dir.path().join(TRAJECTORIES).join("d.cbor").exists());
 
         assert!(RunDir::create(dir.path(), &json!({})).is_err(), "a second create must refuse");
         let run = RunDir::open(dir.path()).expect("open");
