@@ -250,3 +250,36 @@ fn bad_input_gives_one_clear_line_and_a_failure_code() {
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
     }
 }
+
+#[test]
+fn ctrl_c_finishes_the_episodes_in_flight_and_says_how_to_resume() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("run");
+    let child = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(["eval", "--queries", "600", "--seed", "11", "--quiet", "--out"])
+        .arg(&dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let episodes = dir.join("episodes.jsonl");
+    let start = Instant::now();
+    while lines(&episodes) < 20 {
+        assert!(start.elapsed() < Duration::from_secs(120), "the run made no progress");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // SIGINT, as Ctrl-C sends it (the shell's builtin kill: /bin/kill is not on every Debian).
+    let sent = Command::new("sh").args(["-c", &format!("kill -INT {}", child.id())]).status().expect("sh");
+    assert!(sent.success());
+    let out = child.wait_with_output().expect("wait");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains(&format!("cargo xtask eval --resume {}", dir.display())), "{stderr}");
+    let text = fs::read_to_string(&episodes).expect("episodes");
+    assert!(text.ends_with('\n'), "a clean stop leaves no torn line");
+    let done = lines(&episodes);
+    assert!(done < 600, "the run finished before the signal");
+
+    ok(&["eval", "--quiet", "--resume", dir.to_str().expect("path")]);
+    assert_eq!(lines(&episodes), 600);
+}
