@@ -35,6 +35,24 @@ fn lines(path: &Path) -> usize {
     fs::read_to_string(path).map(|t| t.lines().count()).unwrap_or(0)
 }
 
+/// Starts `xtask ARGS OUT` and returns once OUT/episodes.jsonl holds `records` lines.
+fn spawn_and_wait(args: &[&str], out: &Path, records: usize) -> (std::process::Child, std::path::PathBuf) {
+    let child = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(args)
+        .arg(out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let episodes = out.join("episodes.jsonl");
+    let start = Instant::now();
+    while lines(&episodes) < records {
+        assert!(start.elapsed() < Duration::from_secs(120), "the run made no progress");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    (child, episodes)
+}
+
 const LABELS: [&str; 12] = [
     "add",
     "count",
@@ -181,19 +199,7 @@ fn a_killed_run_resumes_to_the_summary_of_an_uninterrupted_one() {
     let args = ["eval", "--queries", "600", "--seed", "9", "--quiet", "--concurrency", "2", "--out"];
     ok(&args.iter().copied().chain([full.to_str().expect("path")]).collect::<Vec<_>>());
 
-    let mut child = Command::new(env!("CARGO_BIN_EXE_xtask"))
-        .args(args)
-        .arg(&killed)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
-    let episodes = killed.join("episodes.jsonl");
-    let start = Instant::now();
-    while lines(&episodes) < 30 {
-        assert!(start.elapsed() < Duration::from_secs(120), "the run made no progress");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    let (mut child, episodes) = spawn_and_wait(&args, &killed, 30);
     child.kill().expect("SIGKILL");
     child.wait().expect("reap");
     let done_when_killed = lines(&episodes);
@@ -255,19 +261,8 @@ fn bad_input_gives_one_clear_line_and_a_failure_code() {
 fn ctrl_c_finishes_the_episodes_in_flight_and_says_how_to_resume() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = tmp.path().join("run");
-    let child = Command::new(env!("CARGO_BIN_EXE_xtask"))
-        .args(["eval", "--queries", "600", "--seed", "11", "--quiet", "--out"])
-        .arg(&dir)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let episodes = dir.join("episodes.jsonl");
-    let start = Instant::now();
-    while lines(&episodes) < 20 {
-        assert!(start.elapsed() < Duration::from_secs(120), "the run made no progress");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    let (child, episodes) =
+        spawn_and_wait(&["eval", "--queries", "600", "--seed", "11", "--quiet", "--out"], &dir, 20);
     // SIGINT, as Ctrl-C sends it (the shell's builtin kill: /bin/kill is not on every Debian).
     let sent = Command::new("sh").args(["-c", &format!("kill -INT {}", child.id())]).status().expect("sh");
     assert!(sent.success());

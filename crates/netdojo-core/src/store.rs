@@ -54,14 +54,7 @@ impl RunDir {
     /// Opens an existing run to resume it. A torn last line of `episodes.jsonl` (the process
     /// died while writing it) is cut off.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
-        let path = path.as_ref().to_path_buf();
-        let config_path = path.join(CONFIG);
-        if !config_path.is_file() {
-            return Err(StoreError::Format {
-                path: config_path,
-                message: "no run here (config.json is missing)".into(),
-            });
-        }
+        let path = existing_run(path.as_ref())?;
         fs::create_dir_all(path.join(TRAJECTORIES)).map_err(StoreError::io(&path))?;
         let episodes = path.join(EPISODES);
         if episodes.exists() {
@@ -84,14 +77,7 @@ impl RunDir {
     /// Opens a run to read it, changing nothing: safe while another process is still
     /// writing to it (a line being written is not read).
     pub fn inspect(path: impl AsRef<Path>) -> Result<Self, StoreError> {
-        let path = path.as_ref().to_path_buf();
-        let config_path = path.join(CONFIG);
-        if !config_path.is_file() {
-            return Err(StoreError::Format {
-                path: config_path,
-                message: "no run here (config.json is missing)".into(),
-            });
-        }
+        let path = existing_run(path.as_ref())?;
         Ok(Self { path, episodes: None })
     }
 
@@ -205,6 +191,18 @@ pub fn file_stem(task_id: &str) -> String {
         }
     }
     out
+}
+
+/// `path` if it holds a run (its config.json), else an error saying so.
+fn existing_run(path: &Path) -> Result<PathBuf, StoreError> {
+    let config_path = path.join(CONFIG);
+    if !config_path.is_file() {
+        return Err(StoreError::Format {
+            path: config_path,
+            message: "no run here (config.json is missing)".into(),
+        });
+    }
+    Ok(path.to_path_buf())
 }
 
 fn read_only() -> std::io::Error {
