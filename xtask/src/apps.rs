@@ -6,10 +6,11 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use netdojo::dcgraph::{DcGraphFactory, GraphSource, QueryGenerator};
+use netdojo::linux::routing::{RoutingFactory, RoutingGenerator};
 use netdojo::scripted::{NoopFactory, OracleFactory, RandomFactory};
 use netdojo::{AgentFactory, EnvironmentFactory, Scorer, TaskGenerator};
 
-pub const ENVIRONMENTS: &[&str] = &["dcgraph"];
+pub const ENVIRONMENTS: &[&str] = &["dcgraph", "routing"];
 pub const AGENTS: &[&str] = &["oracle", "noop", "random"];
 
 /// An environment with what runs it: the factory, the generator of its tasks, its scorers.
@@ -39,6 +40,24 @@ pub fn app(name: &str, options: &EnvOptions) -> Result<App> {
             Ok(App {
                 factory: Arc::new(factory),
                 generator: Arc::new(generator),
+                scorers: netdojo::score::netpress_scorers(),
+            })
+        }
+        "routing" => {
+            let factory = RoutingFactory::new(Default::default()).context(
+                "environment `routing`: it builds real network namespaces, so it needs root (run as root)",
+            )?;
+            let swept = factory.swept();
+            if !swept.namespaces.is_empty() {
+                eprintln!(
+                    "removed {} namespace(s) left by {} killed run(s) of netdojo",
+                    swept.namespaces.len(),
+                    swept.episodes.len()
+                );
+            }
+            Ok(App {
+                factory: Arc::new(factory),
+                generator: Arc::new(RoutingGenerator),
                 scorers: netdojo::score::netpress_scorers(),
             })
         }

@@ -10,7 +10,7 @@ use crate::apps::{self, EnvOptions};
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct BenchArgs {
-    /// What to measure: dcgraph.
+    /// What to measure: dcgraph (query generation) or linux (network build, pingmesh, teardown).
     pub target: String,
     /// Queries to generate.
     #[arg(long, default_value_t = 1_000_000)]
@@ -20,6 +20,9 @@ pub struct BenchArgs {
     /// Worker threads (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// linux: runs to take the median of.
+    #[arg(long, default_value_t = 20)]
+    pub runs: usize,
 }
 
 pub fn bench(args: BenchArgs) -> Result<()> {
@@ -36,7 +39,8 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     }
     match args.target.as_str() {
         "dcgraph" => dcgraph(&args),
-        other => bail!("unknown benchmark `{other}` (known: dcgraph)"),
+        "linux" => linux(&args),
+        other => bail!("unknown benchmark `{other}` (known: dcgraph, linux)"),
     }
 }
 
@@ -111,4 +115,96 @@ fn peak_rss_kib() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// One episode's network life: build + ready, one full pingmesh, teardown.
+#[derive(Debug, Clone, Copy)]
+struct Lap {
+    build: f64,
+    mesh: f64,
+    teardown: f64,
+}
+
+fn linux(args: &BenchArgs) -> Result<()> {
+    use netdojo::linux::network::Network;
+    use netdojo::linux::pingmesh::Options;
+    use netdojo::linux::routing::layout::Layout;
+    use netdojo::score::stats::median;
+
+    let runs = args.runs.max(1);
+    let runtime = tokio::runtime::Runtime::new().context("tokio runtime")?;
+    let laps: Vec<Lap> = runtime.block_on(async {
+        let mut laps = Vec::with_capacity(runs);
+        for run in 0..runs {
+            let t = Instant::now();
+            let (mut net, phases) = Network::build(Layout::new(4, 4).topology())
+                .await
+                .context("building the network (the linux benchmark needs root)")?;
+            let build = t.elapsed().as_secs_f64();
+            let t = Instant::now();
+            let mesh = net.pingmesh(&Options::default()).await;
+            let mesh_s = t.elapsed().as_secs_f64();
+            if !mesh.full() {
+                bail!("run {run}: the healthy network is not fully reachable:\n{}", mesh.render());
+            }
+            let t = Instant::now();
+            net.teardown();
+            laps.push(Lap { build, mesh: mesh_s, teardown: t.elapsed().as_secs_f64() });
+            tracing::info!("run {run}: {phases:?}");
+        }
+        Ok(laps)
+    })?;
+    let med = |f: fn(&Lap) -> f64| median(laps.iter().map(f).collect());
+    let ours = Lap { build: med(|l| l.build), mesh: med(|l| l.mesh), teardown: med(|l| l.teardown) };
+    let total = med(|l| l.build + l.mesh + l.teardown);
+
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/mininet_routing.py");
+    let mininet = if std::path::Path::new("/usr/bin/mnexec").exists() {
+        eprintln!("measuring Mininet ({runs} runs of {})...", script.display());
+        let out = std::process::Command::new("python3")
+            .arg(&script)
+            .args(["--runs", &runs.to_string()])
+            .output()
+            .context("running python3")?;
+        if !out.status.success() {
+            bail!("{}: {}", script.display(), String::from_utf8_lossy(&out.stderr).trim());
+        }
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .with_context(|| format!("{}: output is not JSON", script.display()))?;
+        let series = |key: &str| -> Result<f64> {
+            let xs: Option<Vec<f64>> =
+                v[key].as_array().map(|a| a.iter().filter_map(serde_json::Value::as_f64).collect());
+            xs.filter(|x| !x.is_empty())
+                .map(median)
+                .with_context(|| format!("{}: no `{key}`", script.display()))
+        };
+        Some((series("build_start_s")?, series("pingall_s")?, series("stop_s")?, series("total_s")?))
+    } else {
+        None
+    };
+
+    let target = 0.125;
+    println!("linux: 1 router, 4 subnets, 16 hosts (21 namespaces); median of {runs} runs (release build)");
+    println!("  {:<28} {:>12} {:>14}   {:<}", "", "netdojo", "Mininet 2.3", "target");
+    let ms = |s: f64| format!("{:.1} ms", s * 1000.0);
+    let mn = |x: Option<f64>| x.map_or_else(|| "-".to_string(), ms);
+    println!("  {:<28} {:>12} {:>14}", "build + links up", ms(ours.build), mn(mininet.map(|m| m.0)));
+    println!("  {:<28} {:>12} {:>14}", "pingmesh / pingAll (272)", ms(ours.mesh), mn(mininet.map(|m| m.1)));
+    println!("  {:<28} {:>12} {:>14}", "teardown / stop", ms(ours.teardown), mn(mininet.map(|m| m.2)));
+    println!(
+        "  {:<28} {:>12} {:>14}   < {} ({})",
+        "episode total",
+        ms(total),
+        mn(mininet.map(|m| m.3)),
+        ms(target),
+        if total < target { "met" } else { "NOT met" }
+    );
+    match mininet {
+        Some(m) => println!("  speed-up over Mininet: {:.1}x (target 20x)", m.3 / total),
+        None => println!(
+            "  Mininet: not installed (/usr/bin/mnexec missing), so not measured; FACTS.md's figure for \
+             this topology is 2.5 s (install with `apt-get install mininet bridge-utils`)"
+        ),
+    }
+    Ok(())
 }

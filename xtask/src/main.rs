@@ -49,7 +49,7 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("NETDOJO_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(QUIET_BY_DEFAULT)),
         )
         .init();
     let result = match cli.command {
@@ -66,3 +66,8 @@ fn main() -> ExitCode {
         }
     }
 }
+
+/// The default log filter: warnings, except netlink-packet-route's complaint about each
+/// interface's IPv6 configuration block being longer on newer kernels than it knows, which is
+/// harmless (the extra fields are skipped) and repeats for every interface dump.
+const QUIET_BY_DEFAULT: &str = "warn,netlink_packet_route=error";

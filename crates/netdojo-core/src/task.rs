@@ -154,6 +154,18 @@ impl<T: TaskGenerator + ?Sized> TaskGenerator for std::sync::Arc<T> {
     }
 }
 
+/// The seed of task `index` of a suite seeded with `seed`: what a generator seeds its random
+/// number generator with, so that every task is independent of the others (splitmix64).
+pub fn task_seed(seed: u64, index: u64) -> u64 {
+    fn splitmix64(mut x: u64) -> u64 {
+        x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        x ^ (x >> 31)
+    }
+    splitmix64(seed ^ splitmix64(index))
+}
+
 /// `count` tasks from a generator and a seed.
 pub struct GeneratedSuite<G> {
     pub generator: G,

@@ -9,6 +9,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{Value, json};
 
+use netdojo_core::task::task_seed;
 use netdojo_core::{Task, TaskError, TaskGenerator, TaskKind, ToolCall};
 
 use crate::env::GraphSource;
@@ -44,14 +45,6 @@ fn batch(calls: Vec<ToolCall>) -> Vec<ToolCall> {
     let calls: Vec<Value> =
         calls.into_iter().map(|c| json!({"tool": c.name, "arguments": c.arguments})).collect();
     vec![ToolCall::new("batch", json!({"calls": calls}))]
-}
-
-/// SplitMix64, to mix the seed and the index into one well-spread generator seed.
-fn splitmix64(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
 }
 
 /// Makes dcgraph tasks from a base graph. `generate(seed, index)` is pure: task `index`
@@ -403,7 +396,7 @@ impl TaskGenerator for QueryGenerator {
     }
 
     fn generate(&self, seed: u64, index: u64) -> Result<Task, TaskError> {
-        let mut rng = ChaCha8Rng::seed_from_u64(splitmix64(seed ^ splitmix64(index)));
+        let mut rng = ChaCha8Rng::seed_from_u64(task_seed(seed, index));
         let (label, level) = LABELS[(index % LABELS.len() as u64) as usize];
         let mut g = self.take_scratch();
         let mut j = Journal::new();

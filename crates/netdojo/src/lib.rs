@@ -10,6 +10,7 @@
 //! | `score`    | `score`     | `netdojo-score`    |
 //! | `scripted` | `scripted`  | `netdojo-scripted` |
 //! | `dcgraph`  | `dcgraph`   | `netdojo-dcgraph`  |
+//! | `linux`    | `linux`     | `netdojo-linux`    |
 //!
 //! `full` turns every feature on.
 
@@ -18,6 +19,8 @@ pub use netdojo_core::*;
 
 #[cfg(feature = "dcgraph")]
 pub use netdojo_dcgraph as dcgraph;
+#[cfg(feature = "linux")]
+pub use netdojo_linux as linux;
 #[cfg(feature = "score")]
 pub use netdojo_score as score;
 #[cfg(feature = "scripted")]

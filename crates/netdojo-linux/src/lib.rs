@@ -1,0 +1,16 @@
+//! netdojo-linux: emulated routed networks made of real kernel namespaces, and NetPress's
+//! routing-misconfiguration application on them (seed 003 §C).
+//!
+//! - [`topology`]: the containerlab-like description of a network (YAML or JSON).
+//! - [`netns`]: creating, marking, deleting and sweeping netdojo's own namespaces.
+//! - [`network`]: building a topology with rtnetlink, readiness, teardown.
+//! - [`pingmesh`]: every host pings every other, in parallel; Mininet's pingall rendering.
+//! - [`exec`]: the sandbox that runs an agent's command in one node's namespace.
+//! - [`routing`]: the routing application: topology from a seed, fault catalogue, tasks, env.
+
+pub mod exec;
+pub mod netns;
+pub mod network;
+pub mod pingmesh;
+pub mod routing;
+pub mod topology;

@@ -1,0 +1,373 @@
+//! A [`Topology`] brought to life: one namespace per node, veth pairs for links, Linux bridges
+//! for switches, addresses, routes and sysctls, all set with netlink messages from this
+//! process (rtnetlink), then a readiness wait on link state.
+//!
+//! Each veth pair is created from one end's namespace with its peer placed straight into the
+//! other's (`IFLA_NET_NS_FD` in the peer's message), so no interface ever exists in the root
+//! namespace, even for a moment.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::net::{IpAddr, Ipv4Addr};
+use std::os::fd::AsRawFd;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::TryStreamExt;
+use futures::future::try_join_all;
+use rtnetlink::packet_route::link::{BridgeStpState, InfoData, InfoKind, InfoVeth, LinkAttribute, State};
+use rtnetlink::{Handle, LinkBridge, LinkMessageBuilder, LinkUnspec, LinkVeth, RouteMessageBuilder};
+
+use crate::netns::{self, Episode, NetnsError};
+use crate::pingmesh::{self, Matrix, Pinger};
+use crate::topology::{Cidr, NodeKind, Topology};
+
+#[derive(Debug, thiserror::Error)]
+pub enum NetworkError {
+    #[error(transparent)]
+    Netns(#[from] NetnsError),
+    #[error("building `{what}`: {message}")]
+    Build { what: String, message: String },
+    #[error("network not ready after {waited:?}: {down}")]
+    NotReady { waited: Duration, down: String },
+    #[error("no tokio runtime: networks are built from async code")]
+    NoRuntime,
+}
+
+fn build_err(what: impl Into<String>) -> impl FnOnce(rtnetlink::Error) -> NetworkError {
+    let what = what.into();
+    move |e| NetworkError::Build { what, message: e.to_string() }
+}
+
+/// Interface indexes of veths start here, above those of loopbacks and bridges.
+const FIRST_VETH_INDEX: u32 = 100;
+
+/// One node's namespace and the sockets we hold in it.
+#[derive(Debug)]
+struct NodeNs {
+    ns: String,
+    rtnl: Handle,
+    pinger: Option<Arc<Pinger>>,
+}
+
+/// A live network. Dropping it deletes every namespace it made.
+#[derive(Debug)]
+pub struct Network {
+    topology: Topology,
+    nodes: HashMap<String, NodeNs>,
+    mesh: Vec<(String, Ipv4Addr)>,
+    connections: Vec<tokio::task::JoinHandle<()>>,
+    // Declared last: dropped after the connections are aborted.
+    episode: Episode,
+}
+
+/// How long each phase took.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct BuildTimes {
+    pub namespaces: Duration,
+    pub links: Duration,
+    pub ready: Duration,
+}
+
+impl Network {
+    /// Builds `topology` in a new episode and waits until every link is up.
+    pub async fn build(topology: Topology) -> Result<(Self, BuildTimes), NetworkError> {
+        let runtime = tokio::runtime::Handle::try_current().map_err(|_| NetworkError::NoRuntime)?;
+        let mut times = BuildTimes::default();
+        let start = Instant::now();
+        let mut episode = Episode::new()?;
+        let mut nodes = HashMap::new();
+        let mut connections = Vec::new();
+        let mesh = topology.mesh_targets();
+        for (name, node) in topology.nodes() {
+            let kind = node.kind;
+            let sysctls = node.sysctls.clone();
+            let in_mesh = mesh.iter().any(|(n, _)| n == name);
+            let rt = runtime.clone();
+            let node_name = name.to_string();
+            let (ns, made) = episode.create_with(name, move || -> Result<_, String> {
+                let _guard = rt.enter();
+                let (conn, handle, _) =
+                    rtnetlink::new_connection().map_err(|e| format!("netlink socket: {e}"))?;
+                // Before any interface exists, so that `conf.default.*` reaches every one.
+                for (key, value) in &sysctls {
+                    netns::write_sysctl(key, value).map_err(|e| format!("sysctl {key}={value}: {e}"))?;
+                }
+                if kind == NodeKind::Router {
+                    netns::write_sysctl("net.ipv4.ip_forward", "1")
+                        .map_err(|e| format!("net.ipv4.ip_forward: {e}"))?;
+                }
+                let socket = if in_mesh {
+                    Some(pingmesh::open_socket().map_err(|e| format!("ICMP socket: {e}"))?)
+                } else {
+                    None
+                };
+                Ok((conn, handle, socket))
+            })?;
+            let (conn, rtnl, socket) =
+                made.map_err(|message| NetworkError::Build { what: node_name.clone(), message })?;
+            connections.push(tokio::spawn(conn));
+            let pinger = socket.map(|s| Arc::new(Pinger::new(s)));
+            nodes.insert(node_name, NodeNs { ns, rtnl, pinger });
+        }
+        times.namespaces = start.elapsed();
+        let network = Self { topology, nodes, mesh, connections, episode };
+        let t = Instant::now();
+        network.configure().await?;
+        times.links = t.elapsed();
+        let t = Instant::now();
+        network.wait_ready(Duration::from_secs(5)).await?;
+        times.ready = t.elapsed();
+        Ok((network, times))
+    }
+
+    fn node(&self, name: &str) -> Result<&NodeNs, NetworkError> {
+        self.nodes
+            .get(name)
+            .ok_or_else(|| NetworkError::Build { what: name.into(), message: "no such node".into() })
+    }
+
+    async fn configure(&self) -> Result<(), NetworkError> {
+        // Loopbacks and bridges first: links attach to bridges.
+        let mut first = Vec::new();
+        for (name, node) in self.topology.nodes() {
+            let ns = self.node(name)?;
+            let rtnl = ns.rtnl.clone();
+            let name = name.to_string();
+            let kind = node.kind;
+            first.push(async move {
+                rtnl.link()
+                    .set(LinkUnspec::new_with_name("lo").up().build())
+                    .execute()
+                    .await
+                    .map_err(build_err(format!("{name}: lo up")))?;
+                if kind == NodeKind::Bridge {
+                    let bridge = LinkBridge::new(&name)
+                        .forward_delay(0)
+                        .stp_state(BridgeStpState::Disabled)
+                        .up()
+                        .build();
+                    rtnl.link().add(bridge).execute().await.map_err(build_err(format!("{name}: bridge")))?;
+                }
+                Ok::<_, NetworkError>(())
+            });
+        }
+        try_join_all(first).await?;
+
+        let mut links = Vec::new();
+        for (i, link) in self.topology.topology.links.iter().enumerate() {
+            let [a, b] = &link.endpoints;
+            let (a_node, a_if) = a.split_once(':').unwrap_or((a, ""));
+            let (b_node, b_if) = b.split_once(':').unwrap_or((b, ""));
+            let a_ns = self.node(a_node)?;
+            let b_ns = self.node(b_node)?;
+            let peer_ns = File::open(netns::ns_path(&b_ns.ns))
+                .map_err(|e| NetworkError::Build { what: b.clone(), message: e.to_string() })?;
+            let mtu = link.mtu;
+            let rtnl = a_ns.rtnl.clone();
+            let what = format!("link {a} <-> {b}");
+            links.push(async move {
+                // Distinct interface indexes for the two ends. The kernel handles a link event at
+                // once only for a device whose peer's index differs from its own; with equal
+                // indexes (both ends the 2nd device of their namespace, say) the event waits for
+                // the rate-limited link watcher, up to a second, and so would readiness.
+                let index = FIRST_VETH_INDEX + 2 * i as u32;
+                let mut peer =
+                    LinkMessageBuilder::<LinkUnspec>::new().name(b_if.to_string()).index(index + 1);
+                if let Some(mtu) = mtu {
+                    peer = peer.mtu(mtu);
+                }
+                // Both ends are brought up later, from their own namespaces: the kernel refuses
+                // (ENOTCONN) to bring a peer up while creating it in another namespace.
+                let peer = peer.setns_by_fd(peer_ns.as_raw_fd()).build();
+                let mut msg = LinkMessageBuilder::<LinkVeth>::new_with_info_kind(InfoKind::Veth)
+                    .name(a_if.to_string())
+                    .index(index);
+                if let Some(mtu) = mtu {
+                    msg = msg.mtu(mtu);
+                }
+                let msg = msg.set_info_data(InfoData::Veth(InfoVeth::Peer(peer))).build();
+                let result = rtnl.link().add(msg).execute().await.map_err(build_err(what));
+                drop(peer_ns);
+                result
+            });
+        }
+        try_join_all(links).await?;
+
+        // Per node: bridge ports, addresses, routes.
+        let mut per_node = Vec::new();
+        for (name, node) in self.topology.nodes() {
+            let ns = self.node(name)?;
+            let rtnl = ns.rtnl.clone();
+            let name = name.to_string();
+            let ports: Vec<String> = self
+                .topology
+                .topology
+                .links
+                .iter()
+                .flat_map(|l| l.endpoints.iter())
+                .filter_map(|e| e.split_once(':'))
+                .filter(|(n, _)| *n == name)
+                .map(|(_, i)| i.to_string())
+                .collect();
+            let node = node.clone();
+            per_node.push(async move {
+                let index = link_indexes(&rtnl).await.map_err(build_err(format!("{name}: list links")))?;
+                let idx = |iface: &str| {
+                    index.get(iface).copied().ok_or_else(|| NetworkError::Build {
+                        what: format!("{name}:{iface}"),
+                        message: "interface missing after creation".into(),
+                    })
+                };
+                if node.kind == NodeKind::Bridge {
+                    let bridge = idx(&name)?;
+                    for port in &ports {
+                        let msg = LinkUnspec::new_with_index(idx(port)?).controller(bridge).build();
+                        rtnl.link()
+                            .set(msg)
+                            .execute()
+                            .await
+                            .map_err(build_err(format!("{name}: port {port}")))?;
+                    }
+                }
+                for port in &ports {
+                    let msg = LinkUnspec::new_with_index(idx(port)?).up().build();
+                    rtnl.link().set(msg).execute().await.map_err(build_err(format!("{name}:{port} up")))?;
+                }
+                for (iface, addr) in &node.interfaces {
+                    let cidr = Cidr::parse(addr).ok_or_else(|| NetworkError::Build {
+                        what: format!("{name}:{iface}"),
+                        message: format!("bad address {addr}"),
+                    })?;
+                    rtnl.address()
+                        .add(idx(iface)?, IpAddr::V4(cidr.addr), cidr.len)
+                        .execute()
+                        .await
+                        .map_err(build_err(format!("{name}:{iface} address {addr}")))?;
+                }
+                for route in &node.routes {
+                    let mut msg = RouteMessageBuilder::<Ipv4Addr>::new();
+                    if route.dst != "default" {
+                        let dst = Cidr::parse(&route.dst).ok_or_else(|| NetworkError::Build {
+                            what: format!("{name}: route"),
+                            message: format!("bad dst {}", route.dst),
+                        })?;
+                        msg = msg.destination_prefix(dst.addr, dst.len);
+                    }
+                    if let Some(via) = route.via {
+                        msg = msg.gateway(via);
+                    }
+                    if let Some(dev) = &route.dev {
+                        msg = msg.output_interface(idx(dev)?);
+                    }
+                    if let Some(metric) = route.metric {
+                        msg = msg.priority(metric);
+                    }
+                    rtnl.route()
+                        .add(msg.build())
+                        .execute()
+                        .await
+                        .map_err(build_err(format!("{name}: route {}", route.dst)))?;
+                }
+                Ok::<_, NetworkError>(())
+            });
+        }
+        try_join_all(per_node).await?;
+        Ok(())
+    }
+
+    /// Waits until every interface of every node (bridges included) is operationally up.
+    /// Right after creation, ports report NO-CARRIER and drop packets until the kernel's link
+    /// watcher has run; pinging before that would show a broken network.
+    pub async fn wait_ready(&self, timeout: Duration) -> Result<(), NetworkError> {
+        let start = Instant::now();
+        loop {
+            let mut down = Vec::new();
+            for (name, _) in self.topology.nodes() {
+                let ns = self.node(name)?;
+                let mut links = ns.rtnl.link().get().execute();
+                while let Some(msg) =
+                    links.try_next().await.map_err(build_err(format!("{name}: list links")))?
+                {
+                    let mut ifname = String::new();
+                    let mut state = State::Unknown;
+                    let mut carrier = false;
+                    for attr in &msg.attributes {
+                        match attr {
+                            LinkAttribute::IfName(n) => ifname = n.clone(),
+                            LinkAttribute::OperState(s) => state = *s,
+                            LinkAttribute::Carrier(c) => carrier = *c != 0,
+                            _ => {}
+                        }
+                    }
+                    // A bridge device's operstate stays UNKNOWN until the kernel's rate-limited
+                    // link watcher gets to it (up to 1 s), but it forwards as soon as it has
+                    // carrier, which it gets when its first port is forwarding. Its ports are
+                    // veths, whose events are handled at once and which must be UP.
+                    let bridge_forwarding = ifname == *name && state == State::Unknown && carrier;
+                    if ifname != "lo" && state != State::Up && !bridge_forwarding {
+                        down.push(format!("{name}:{ifname} ({state:?})"));
+                    }
+                }
+            }
+            if down.is_empty() {
+                return Ok(());
+            }
+            if start.elapsed() >= timeout {
+                return Err(NetworkError::NotReady { waited: start.elapsed(), down: down.join(", ") });
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    /// Runs one pingmesh over the hosts and routers.
+    pub async fn pingmesh(&self, options: &pingmesh::Options) -> Matrix {
+        let pingers: Vec<Arc<Pinger>> = self
+            .mesh
+            .iter()
+            .filter_map(|(n, _)| self.nodes.get(n).and_then(|ns| ns.pinger.clone()))
+            .collect();
+        pingmesh::run(&self.mesh, &pingers, options).await
+    }
+
+    pub fn topology(&self) -> &Topology {
+        &self.topology
+    }
+
+    /// The namespace of `node`, for [`crate::exec::run`].
+    pub fn ns_name(&self, node: &str) -> Option<&str> {
+        self.nodes.get(node).map(|n| n.ns.as_str())
+    }
+
+    /// The episode prefix shared by every namespace of this network.
+    pub fn prefix(&self) -> &str {
+        self.episode.prefix()
+    }
+
+    /// Deletes every namespace now (also done on drop).
+    pub fn teardown(&mut self) {
+        for c in self.connections.drain(..) {
+            c.abort();
+        }
+        self.episode.teardown();
+    }
+}
+
+impl Drop for Network {
+    fn drop(&mut self) {
+        self.teardown();
+    }
+}
+
+async fn link_indexes(rtnl: &Handle) -> Result<HashMap<String, u32>, rtnetlink::Error> {
+    let mut out = HashMap::new();
+    let mut links = rtnl.link().get().execute();
+    while let Some(msg) = links.try_next().await? {
+        for attr in &msg.attributes {
+            if let LinkAttribute::IfName(n) = attr {
+                out.insert(n.clone(), msg.header.index);
+            }
+        }
+    }
+    Ok(out)
+}

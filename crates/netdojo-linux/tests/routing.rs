@@ -1,0 +1,84 @@
+//! The §C.2 fault catalogue on real networks: every method of every error type breaks
+//! reachability, and its repair restores all of it without any repair step breaking a pair.
+
+mod common;
+
+use futures::future::join_all;
+use netdojo_core::{EnvironmentFactory, Task, TaskKind, ToolCall};
+use netdojo_linux::routing::faults::{self, FaultKind};
+use netdojo_linux::routing::layout::{Layout, ROUTER};
+use netdojo_linux::routing::{RoutingFactory, RoutingOptions};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde_json::json;
+
+/// A one-fault task with a forced method, built as the generator builds them.
+fn task_with(kind: FaultKind, method: &str, seed: u64) -> Task {
+    let layout = Layout::new(3, 2);
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let d = faults::draw(kind, Some(method), &layout, &[], &mut rng).expect("draw");
+    let mut fault = d.fault.clone();
+    fault.params["inject"] = json!(d.inject);
+    let repair =
+        d.repair.iter().map(|c| ToolCall::new("exec", json!({"machine": ROUTER, "command": c}))).collect();
+    Task {
+        id: format!("{}-{method}", kind.abbrev()),
+        application: "routing".into(),
+        level: 1,
+        label: kind.abbrev().into(),
+        seed: Some(seed),
+        query: String::new(),
+        setup: json!({"subnets": 3, "hosts_per_subnet": 2}),
+        kind: TaskKind::Reactive { faults: vec![fault], repair },
+    }
+}
+
+/// Resets (which fails if the fault broke nothing), plays the repair step by step, checks
+/// every step is safe and the end fully reachable. Returns a failure description.
+async fn inject_and_repair(factory: &RoutingFactory, task: Task) -> Result<(), String> {
+    let mut env = factory.create(&task).await.map_err(|e| e.to_string())?;
+    let result = async {
+        env.reset(&task).await.map_err(|e| format!("{}: reset: {e}", task.id))?;
+        let TaskKind::Reactive { repair, .. } = &task.kind else { unreachable!() };
+        for call in repair {
+            let obs = env.execute(call).await.map_err(|e| e.to_string())?;
+            if !obs.ok {
+                return Err(format!(
+                    "{}: repair `{}` failed:\n{}",
+                    task.id, call.arguments["command"], obs.content
+                ));
+            }
+            let check = env.check().await.map_err(|e| e.to_string())?;
+            if !check.safe {
+                return Err(format!("{}: repair step unsafe: {:?}", task.id, check.violations));
+            }
+        }
+        let outcome = env.evaluate(&task, None).await.map_err(|e| e.to_string())?;
+        if !outcome.solved() {
+            return Err(format!("{}: not repaired:\n{}", task.id, outcome.export["pingall"]));
+        }
+        Ok(())
+    }
+    .await;
+    env.close().await.map_err(|e| e.to_string())?;
+    result
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_fault_method_breaks_reachability_and_its_repair_restores_it() {
+    if !common::root_or_skip("fault catalogue") {
+        return;
+    }
+    let factory = RoutingFactory::new(RoutingOptions::default()).expect("factory");
+    let tasks: Vec<Task> = faults::all_methods()
+        .enumerate()
+        .map(|(i, (kind, method))| task_with(kind, method, i as u64))
+        .collect();
+    assert!(tasks.len() >= 19, "the catalogue has {} methods", tasks.len());
+    let mut failures = Vec::new();
+    for chunk in tasks.chunks(5) {
+        let results = join_all(chunk.iter().cloned().map(|t| inject_and_repair(&factory, t))).await;
+        failures.extend(results.into_iter().filter_map(Result::err));
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
