@@ -162,8 +162,103 @@ impl DrawnFault {
         self.param_u8("other_subnet")
     }
 
+    /// Every subnet the fault touches, its own first: what a later fault should `avoid`.
+    pub fn subnets(&self) -> Vec<u8> {
+        self.subnet().into_iter().chain(self.other_subnet()).collect()
+    }
+
     fn param_u8(&self, key: &str) -> Option<u8> {
         self.fault.params.get(key)?.as_u64().and_then(|v| u8::try_from(v).ok())
+    }
+}
+
+/// Whether `later`, injected after `earlier` on the same router, would make a command fail or
+/// leave the router unhealthy, with each fault's inject run in turn and the repairs run last
+/// fault first. A task generator draws its second fault with `avoid` set to
+/// `earlier.subnets()`, and draws again while this says yes: that is only needed where the
+/// layout leaves no room (two subnets, or a `duplicate_ip` on three), and only with
+/// `wrong_routing_table` as one of the two.
+///
+/// Faults of one kind are reported as conflicting: Table 2 never pairs a kind with itself, and
+/// two edits of one object (two tbf qdiscs, two address changes on one interface) rarely compose.
+pub fn conflicts(earlier: &DrawnFault, later: &DrawnFault) -> bool {
+    let (Some(e), Some(l)) = (Footprint::of(earlier), Footprint::of(later)) else {
+        return true;
+    };
+    if e.kind == l.kind {
+        return true;
+    }
+    let hit = |a: Option<u8>, b: Option<u8>| a.is_some() && a == b;
+    if l.kind == FaultKind::WrongRoutingTable {
+        // `ip route del` of k's connected route finds nothing; or the metric-0 route `add`
+        // (or the repair's) meets another metric-0 route for k's prefix; or r0-ethj is down,
+        // which no route through it survives; or the loop's gateway, j's router address, is gone.
+        if hit(l.k, e.prefix_gone())
+            || hit(l.k, e.rival_prefix())
+            || hit(l.j, e.down())
+            || (l.method == Method::Loop && hit(l.j, e.router_addr_gone()))
+        {
+            return true;
+        }
+    }
+    if e.kind == FaultKind::WrongRoutingTable {
+        // The later repair brings k's connected route back by itself, so the earlier repair's
+        // `ip route add` finds it there; or the later fault downs an interface, which takes the
+        // earlier fault's routes through it along, so its repair's `ip route del` finds nothing.
+        if hit(e.k, l.repair_restores_prefix()) || hit(e.k, l.down()) || hit(e.j, l.down()) {
+            return true;
+        }
+    }
+    false
+}
+
+/// What a drawn fault does to r0, as far as another fault's commands care.
+#[derive(Debug, Clone, Copy)]
+struct Footprint {
+    kind: FaultKind,
+    method: Method,
+    k: Option<u8>,
+    j: Option<u8>,
+}
+
+impl Footprint {
+    fn of(f: &DrawnFault) -> Option<Self> {
+        let kind = FaultKind::from_name(&f.fault.kind)?;
+        let method = *kind.method_list().iter().find(|m| m.name() == f.fault.method)?;
+        Some(Self { kind, method, k: f.subnet(), j: f.other_subnet() })
+    }
+
+    fn when(&self, yes: bool, subnet: Option<u8>) -> Option<u8> {
+        if yes { subnet } else { None }
+    }
+
+    /// The interface it takes down.
+    fn down(&self) -> Option<u8> {
+        self.when(matches!(self.method, Method::IfconfigDown | Method::IpLinkDown), self.k)
+    }
+
+    /// The subnet whose connected route is missing while the fault is in.
+    fn prefix_gone(&self) -> Option<u8> {
+        let yes =
+            matches!(self.kind, FaultKind::RemoveIp | FaultKind::WrongRoutingTable) || self.down().is_some();
+        self.when(yes, self.k)
+    }
+
+    /// The subnet whose router address is on no interface while the fault is in (`wrong_mask`
+    /// keeps the address, with another mask).
+    fn router_addr_gone(&self) -> Option<u8> {
+        let yes = matches!(self.method, Method::Flush | Method::RandomIp | Method::DuplicateIp);
+        self.when(yes, self.k)
+    }
+
+    /// The subnet whose prefix gets a second metric-0 route, on the wrong interface.
+    fn rival_prefix(&self) -> Option<u8> {
+        self.when(self.method == Method::DuplicateIp, self.j)
+    }
+
+    /// The subnet whose connected route the repair brings back without naming it.
+    fn repair_restores_prefix(&self) -> Option<u8> {
+        self.when(self.kind == FaultKind::RemoveIp || self.down().is_some(), self.k)
     }
 }
 
@@ -185,6 +280,14 @@ pub const WRONG_MASKS: [u8; 7] = [26, 27, 28, 29, 30, 31, 32];
 
 /// `random_ip` puts the interface in `10.0.0.X/24` with X drawn here (the seed's §C.2 wording).
 pub const RANDOM_IP_HOST: std::ops::RangeInclusive<u8> = 2..=254;
+
+/// The wrong gateway of `wrong_gateway` and `high_metric` is `192.168.j.254`, an address of
+/// subnet j that no node holds (hosts are `.100` up). A host of subnet j would break r0's routing
+/// as well (hosts do not forward), but r0 sends the senders on subnet j ICMP redirects towards
+/// the wrong gateway; a host that resolves it takes the redirect and keeps it for five minutes,
+/// so its pings stay broken after the router is repaired. Nobody answers ARP for an absent
+/// address, so its redirects never take.
+pub const ABSENT_HOST: u8 = 254;
 
 /// `high_metric` demotes the right route to a metric drawn here (the seed draws 5000-20000); the
 /// wrong route gets [`WRONG_ROUTE_METRIC`], which must stay below it.
@@ -440,7 +543,10 @@ impl Method {
                 let wrong = format!("10.0.0.{}/24", rng.random_range(RANDOM_IP_HOST));
                 built(
                     vec![format!("ip addr del {addr} dev {ifc}"), format!("ip addr add {wrong} dev {ifc}")],
-                    vec![format!("ip addr del {wrong} dev {ifc}"), add_router_addr(k)],
+                    // The right address goes back before the wrong one leaves: the kernel keeps
+                    // both (they differ in prefix length), so the router's address never
+                    // disappears, and pairs that still reached it stay reachable.
+                    vec![add_router_addr(k), format!("ip addr del {wrong} dev {ifc}")],
                     json!({"address": addr, "wrong_address": wrong}),
                 )
             }
@@ -449,7 +555,10 @@ impl Method {
                 let wrong = format!("{}/{mask}", k.gateway());
                 built(
                     vec![format!("ip addr del {addr} dev {ifc}"), format!("ip addr add {wrong} dev {ifc}")],
-                    vec![format!("ip addr del {wrong} dev {ifc}"), add_router_addr(k)],
+                    // The right address goes back before the wrong one leaves: the kernel keeps
+                    // both (they differ in prefix length), so the router's address never
+                    // disappears, and pairs that still reached it stay reachable.
+                    vec![add_router_addr(k), format!("ip addr del {wrong} dev {ifc}")],
                     json!({"address": addr, "wrong_address": wrong, "mask": mask}),
                 )
             }
@@ -500,8 +609,8 @@ impl Method {
         let ifc = &k.router_if;
         let cidr = k.cidr();
         let wrong_if = &j.router_if;
-        // A host, not a router: it does not forward, so what r0 hands it dies there.
-        let host = j.host_addr(0);
+        let o = j.network().octets();
+        let host = Ipv4Addr::new(o[0], o[1], o[2], ABSENT_HOST);
         let del_kernel_route = format!("ip route del {cidr} dev {ifc}");
         match self {
             // Another subnet's router address on this interface: subnet k loses its gateway,
@@ -511,11 +620,16 @@ impl Method {
                 let wrong = router_addr(j);
                 built(
                     vec![format!("ip addr del {addr} dev {ifc}"), format!("ip addr add {wrong} dev {ifc}")],
-                    vec![format!("ip addr del {wrong} dev {ifc}"), add_router_addr(k)],
+                    // The right address goes back before the wrong one leaves: the kernel keeps
+                    // both (they differ in prefix length), so the router's address never
+                    // disappears, and pairs that still reached it stay reachable.
+                    vec![add_router_addr(k), format!("ip addr del {wrong} dev {ifc}")],
                     json!({"address": addr, "wrong_address": wrong}),
                 )
             }
             // r0 then ARPs for subnet k's hosts on subnet j's wire, where nobody answers.
+            // (The redirects it sends to subnet j's senders name hosts they cannot resolve on
+            // their link, so, unlike a resolvable gateway's, those do not stick.)
             Method::WrongInterface => built(
                 vec![del_kernel_route, format!("ip route add {cidr} dev {wrong_if}")],
                 vec![format!("ip route del {cidr} dev {wrong_if}"), add_kernel_route(k)],
@@ -827,13 +941,13 @@ mod tests {
             f.inject,
             [
                 "ip route del 192.168.2.0/24 dev r0-eth2".to_string(),
-                format!("ip route add 192.168.2.0/24 via 192.168.{j}.100 dev r0-eth{j} onlink"),
+                format!("ip route add 192.168.2.0/24 via 192.168.{j}.254 dev r0-eth{j} onlink"),
             ]
         );
         assert_eq!(
             f.repair,
             [
-                format!("ip route del 192.168.2.0/24 via 192.168.{j}.100 dev r0-eth{j}"),
+                format!("ip route del 192.168.2.0/24 via 192.168.{j}.254 dev r0-eth{j}"),
                 "ip route add 192.168.2.0/24 dev r0-eth2 proto kernel scope link src 192.168.2.1".to_string(),
             ]
         );
@@ -858,32 +972,42 @@ mod tmp_dump {
     use super::*;
     use rand::SeedableRng;
     #[test]
-    fn dump() {
-        let Ok(path) = std::env::var("FAULTS_DUMP") else { return };
+    fn dump_pairs() {
+        let Ok(path) = std::env::var("FAULTS_PAIRS") else { return };
         let mut out = String::new();
-        for subnets in 2..=4u8 {
+        let mut seen = std::collections::HashSet::new();
+        for subnets in 2..=3u8 {
             let layout = Layout::new(subnets, 2);
-            for (kind, method) in all_methods() {
-                for seed in 0..2u64 {
-                    let mut r = rand_chacha::ChaCha8Rng::seed_from_u64(seed * 1000 + u64::from(subnets));
-                    let f = draw(kind, Some(method), &layout, &[], &mut r).expect("draw");
-                    out += &serde_json::to_string(&json!({"subnets": subnets, "label": format!("{}/{}", kind.abbrev(), method), "faults": [{"inject": f.inject, "repair": f.repair, "params": f.fault.params}]})).expect("json");
-                    out += "\n";
-                }
-            }
-            for (label, _, kinds) in LABELS.iter().filter(|l| l.2.len() == 2) {
-                for seed in 0..4u64 {
-                    let mut r = rand_chacha::ChaCha8Rng::seed_from_u64(seed * 77 + u64::from(subnets));
-                    let mut avoid = Vec::new();
-                    let mut fs = Vec::new();
-                    for &kind in kinds.iter() {
-                        let f = draw(kind, None, &layout, &avoid, &mut r).expect("draw");
-                        avoid.extend(f.subnet());
-                        fs.push(json!({"inject": f.inject, "repair": f.repair, "params": f.fault.params, "method": f.fault.method}));
+            for ek in FaultKind::ALL {
+                for lk in FaultKind::ALL {
+                    if ek == lk {
+                        continue;
                     }
-                    out += &serde_json::to_string(&json!({"subnets": subnets, "label": label, "faults": fs}))
-                        .expect("json");
-                    out += "\n";
+                    for em in ek.methods() {
+                        for lm in lk.methods() {
+                            for seed in 0..2u64 {
+                                for use_avoid in [true, false] {
+                                    let mut r = rand_chacha::ChaCha8Rng::seed_from_u64(
+                                        seed + 10 * u64::from(subnets),
+                                    );
+                                    let e = draw(ek, Some(em), &layout, &[], &mut r).expect("e");
+                                    let avoid = if use_avoid { e.subnets() } else { vec![] };
+                                    let l = draw(lk, Some(lm), &layout, &avoid, &mut r).expect("l");
+                                    let key = format!(
+                                        "{subnets}{:?}{:?}{:?}{:?}",
+                                        e.inject, e.repair, l.inject, l.repair
+                                    );
+                                    if !seen.insert(key) {
+                                        continue;
+                                    }
+                                    let c = conflicts(&e, &l);
+                                    out += &serde_json::to_string(&json!({"subnets": subnets, "label": format!("{}/{}>{}/{}", ek.abbrev(), em, lk.abbrev(), lm), "predicted": c,
+                            "faults": [{"inject": e.inject, "repair": e.repair, "params": e.fault.params}, {"inject": l.inject, "repair": l.repair, "params": l.fault.params}]})).expect("json");
+                                    out += "\n";
+                                }
+                            }
+                        }
+                    }
                 }
             }
         }
