@@ -15,7 +15,9 @@ use std::time::{Duration, Instant};
 
 use futures::TryStreamExt;
 use futures::future::try_join_all;
-use rtnetlink::packet_route::link::{BridgeStpState, InfoData, InfoKind, InfoVeth, LinkAttribute, State};
+use rtnetlink::packet_route::link::{
+    BridgeStpState, InfoData, InfoKind, InfoVeth, LinkAttribute, LinkFlags, State,
+};
 use rtnetlink::{Handle, LinkBridge, LinkMessageBuilder, LinkUnspec, LinkVeth, RouteMessageBuilder};
 
 use crate::netns::{self, Episode, NetnsError};
@@ -282,34 +284,7 @@ impl Network {
     pub async fn wait_ready(&self, timeout: Duration) -> Result<(), NetworkError> {
         let start = Instant::now();
         loop {
-            let mut down = Vec::new();
-            for (name, _) in self.topology.nodes() {
-                let ns = self.node(name)?;
-                let mut links = ns.rtnl.link().get().execute();
-                while let Some(msg) =
-                    links.try_next().await.map_err(build_err(format!("{name}: list links")))?
-                {
-                    let mut ifname = String::new();
-                    let mut state = State::Unknown;
-                    let mut carrier = false;
-                    for attr in &msg.attributes {
-                        match attr {
-                            LinkAttribute::IfName(n) => ifname = n.clone(),
-                            LinkAttribute::OperState(s) => state = *s,
-                            LinkAttribute::Carrier(c) => carrier = *c != 0,
-                            _ => {}
-                        }
-                    }
-                    // A bridge device's operstate stays UNKNOWN until the kernel's rate-limited
-                    // link watcher gets to it (up to 1 s), but it forwards as soon as it has
-                    // carrier, which it gets when its first port is forwarding. Its ports are
-                    // veths, whose events are handled at once and which must be UP.
-                    let bridge_forwarding = ifname == *name && state == State::Unknown && carrier;
-                    if ifname != "lo" && state != State::Up && !bridge_forwarding {
-                        down.push(format!("{name}:{ifname} ({state:?})"));
-                    }
-                }
-            }
+            let down = self.unsettled(true).await?;
             if down.is_empty() {
                 return Ok(());
             }
@@ -318,6 +293,57 @@ impl Network {
             }
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
+    }
+
+    /// Waits (up to `timeout`) until the kernel has caught up with the latest link changes:
+    /// every interface that is up and has carrier is operationally up. An interface someone
+    /// brought up starts forwarding only once the kernel's link watcher has processed it,
+    /// which under load (many links changing at once) can take up to a second; a pingmesh
+    /// taken before would report a repair as a failure. Interfaces left down are fine.
+    /// Returns the interfaces still pending at the timeout (empty when settled).
+    pub async fn settle(&self, timeout: Duration) -> Result<Vec<String>, NetworkError> {
+        let start = Instant::now();
+        loop {
+            let pending = self.unsettled(false).await?;
+            if pending.is_empty() || start.elapsed() >= timeout {
+                return Ok(pending);
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    /// Interfaces not yet operationally up: all of them (`strict`, at build time) or only
+    /// those that are administratively up with carrier.
+    async fn unsettled(&self, strict: bool) -> Result<Vec<String>, NetworkError> {
+        let mut down = Vec::new();
+        for (name, _) in self.topology.nodes() {
+            let ns = self.node(name)?;
+            let mut links = ns.rtnl.link().get().execute();
+            while let Some(msg) = links.try_next().await.map_err(build_err(format!("{name}: list links")))? {
+                let mut ifname = String::new();
+                let mut state = State::Unknown;
+                let mut carrier = false;
+                for attr in &msg.attributes {
+                    match attr {
+                        LinkAttribute::IfName(n) => ifname = n.clone(),
+                        LinkAttribute::OperState(s) => state = *s,
+                        LinkAttribute::Carrier(c) => carrier = *c != 0,
+                        _ => {}
+                    }
+                }
+                // A bridge device's operstate stays UNKNOWN until the kernel's rate-limited
+                // link watcher gets to it (up to 1 s), but it forwards as soon as it has
+                // carrier, which it gets when its first port is forwarding. Its ports are
+                // veths, whose events are handled at once and which must be UP.
+                let bridge_forwarding = ifname == *name && state == State::Unknown && carrier;
+                let admin_up = msg.header.flags.contains(LinkFlags::Up);
+                let expected = strict || (admin_up && carrier);
+                if ifname != "lo" && expected && state != State::Up && !bridge_forwarding {
+                    down.push(format!("{name}:{ifname} ({state:?})"));
+                }
+            }
+        }
+        Ok(down)
     }
 
     /// Runs one pingmesh over the hosts and routers.

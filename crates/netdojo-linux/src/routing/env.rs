@@ -100,8 +100,17 @@ impl RoutingEnv {
             .ok_or_else(|| EnvError::Runtime { env: ENV.into(), message: "no network: reset first".into() })
     }
 
+    /// The pingmesh once the kernel has caught up with the latest link changes.
     async fn mesh(&self) -> Result<Matrix, EnvError> {
-        Ok(self.net()?.pingmesh(&self.options.mesh).await)
+        let net = self.net()?;
+        let pending = net
+            .settle(std::time::Duration::from_secs(3))
+            .await
+            .map_err(|e| EnvError::Runtime { env: ENV.into(), message: e.to_string() })?;
+        if !pending.is_empty() {
+            tracing::warn!("task {}: links still settling after 3 s: {}", self.task_id, pending.join(", "));
+        }
+        Ok(net.pingmesh(&self.options.mesh).await)
     }
 
     fn machines(&self) -> Vec<String> {
