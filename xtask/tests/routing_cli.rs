@@ -175,3 +175,50 @@ fn a_killed_routing_run_leaves_namespaces_that_the_next_run_sweeps_before_resumi
         assert_eq!(rate(row, "correct"), 1.0, "{row}");
     }
 }
+
+#[test]
+fn ctrl_c_lets_episodes_finish_and_tears_every_namespace_down() {
+    if !root_or_skip("routing Ctrl-C") {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("interrupted");
+    let args = [
+        "eval",
+        "--env",
+        "routing",
+        "--agent",
+        "oracle",
+        "--queries",
+        "40",
+        "--seed",
+        "7",
+        "--quiet",
+        "--out",
+    ];
+    let child = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(args)
+        .arg(&dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let pid = child.id();
+    let start = Instant::now();
+    while lines(&dir.join("episodes.jsonl")) < 2 || namespaces_of(pid).is_empty() {
+        assert!(start.elapsed() < Duration::from_secs(120), "the run made no progress");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    // SIGINT, as Ctrl-C sends it.
+    let sent = Command::new("sh").args(["-c", &format!("kill -INT {pid}")]).status().expect("sh");
+    assert!(sent.success());
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(namespaces_of(pid).is_empty(), "left behind after Ctrl-C: {:?}", namespaces_of(pid));
+    assert!(
+        !Path::new("/run/netdojo/episodes").read_dir().is_ok_and(|mut d| {
+            d.any(|e| e.is_ok_and(|e| e.file_name().to_string_lossy().starts_with(&format!("ndj{pid:x}x"))))
+        }),
+        "markers left behind"
+    );
+}
