@@ -186,10 +186,22 @@ fn shown(token: &str) -> String {
 /// A command that passed the checks: absolute binary path + args.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Command {
+    // Private: the only way to get a `Command` is `parse`, so `run` never executes anything
+    // that has not passed the checks.
+    program: PathBuf,
+    args: Vec<String>,
+}
+
+impl Command {
     /// Absolute path of the program, in one of [`BIN_DIRS`].
-    pub program: PathBuf,
+    pub fn program(&self) -> &Path {
+        &self.program
+    }
+
     /// Its arguments, as the agent wrote them after unquoting.
-    pub args: Vec<String>,
+    pub fn args(&self) -> &[String] {
+        &self.args
+    }
 }
 
 impl fmt::Display for Command {
