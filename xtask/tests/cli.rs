@@ -5,6 +5,9 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+mod common;
+
+use common::{lines, rate, rows, summary};
 use netdojo::core::store::RunDir;
 use serde_json::Value;
 
@@ -16,23 +19,6 @@ fn ok(args: &[&str]) -> Output {
     let out = xtask(args);
     assert!(out.status.success(), "xtask {args:?} failed:\n{}", String::from_utf8_lossy(&out.stderr));
     out
-}
-
-fn summary(dir: &Path) -> Value {
-    let text = fs::read_to_string(dir.join("summary.json")).expect("summary.json");
-    serde_json::from_str(&text).expect("summary is JSON")
-}
-
-fn rows(summary: &Value) -> &Vec<Value> {
-    summary["rows"].as_array().expect("rows")
-}
-
-fn rate(row: &Value, metric: &str) -> f64 {
-    row["rates"][metric]["rate"].as_f64().unwrap_or_else(|| panic!("no {metric} in {row}"))
-}
-
-fn lines(path: &Path) -> usize {
-    fs::read_to_string(path).map(|t| t.lines().count()).unwrap_or(0)
 }
 
 /// Starts `xtask ARGS OUT` and returns once OUT/episodes.jsonl holds `records` lines.

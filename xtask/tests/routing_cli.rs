@@ -5,7 +5,9 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+mod common;
+
+use common::{lines, rate, rows, summary};
 
 fn root_or_skip(what: &str) -> bool {
     if nix::unistd::geteuid().is_root() {
@@ -22,20 +24,36 @@ fn run(args: &[&str], out: &Path) -> Output {
     out
 }
 
-fn summary(dir: &Path) -> Value {
-    serde_json::from_str(&fs::read_to_string(dir.join("summary.json")).expect("summary.json")).expect("JSON")
-}
-
-fn rows(summary: &Value) -> &Vec<Value> {
-    summary["rows"].as_array().expect("rows")
-}
-
-fn rate(row: &Value, metric: &str) -> f64 {
-    row["rates"][metric]["rate"].as_f64().unwrap_or_else(|| panic!("no {metric} in {row}"))
-}
-
-fn lines(path: &Path) -> usize {
-    fs::read_to_string(path).map(|t| t.lines().count()).unwrap_or(0)
+/// Starts a routing run into `dir` and returns once `records` episodes are written and
+/// episodes are in flight (the process holds namespaces).
+fn spawn_in_flight(seed: &str, dir: &Path, records: usize) -> (std::process::Child, u32) {
+    let args = [
+        "eval",
+        "--env",
+        "routing",
+        "--agent",
+        "oracle",
+        "--queries",
+        "40",
+        "--seed",
+        seed,
+        "--quiet",
+        "--out",
+    ];
+    let child = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(args)
+        .arg(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let pid = child.id();
+    let start = Instant::now();
+    while lines(&dir.join("episodes.jsonl")) < records || namespaces_of(pid).is_empty() {
+        assert!(start.elapsed() < Duration::from_secs(120), "the run made no progress");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    (child, pid)
 }
 
 /// The namespaces a netdojo process with this PID made (its prefixes are `ndj{pid:x}x{n:x}`).
@@ -131,34 +149,8 @@ fn a_killed_routing_run_leaves_namespaces_that_the_next_run_sweeps_before_resumi
     }
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = tmp.path().join("killed");
-    let args = [
-        "eval",
-        "--env",
-        "routing",
-        "--agent",
-        "oracle",
-        "--queries",
-        "40",
-        "--seed",
-        "5",
-        "--quiet",
-        "--out",
-    ];
-    let mut child = Command::new(env!("CARGO_BIN_EXE_xtask"))
-        .args(args)
-        .arg(&dir)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
-    let pid = child.id();
     let episodes = dir.join("episodes.jsonl");
-    let start = Instant::now();
-    // Kill while episodes are in flight: after some records, with namespaces present.
-    while lines(&episodes) < 3 || namespaces_of(pid).is_empty() {
-        assert!(start.elapsed() < Duration::from_secs(120), "the run made no progress");
-        std::thread::sleep(Duration::from_millis(2));
-    }
+    let (mut child, pid) = spawn_in_flight("5", &dir, 3);
     child.kill().expect("SIGKILL");
     child.wait().expect("reap");
     let leftovers = namespaces_of(pid);
@@ -183,32 +175,7 @@ fn ctrl_c_lets_episodes_finish_and_tears_every_namespace_down() {
     }
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = tmp.path().join("interrupted");
-    let args = [
-        "eval",
-        "--env",
-        "routing",
-        "--agent",
-        "oracle",
-        "--queries",
-        "40",
-        "--seed",
-        "7",
-        "--quiet",
-        "--out",
-    ];
-    let child = Command::new(env!("CARGO_BIN_EXE_xtask"))
-        .args(args)
-        .arg(&dir)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let pid = child.id();
-    let start = Instant::now();
-    while lines(&dir.join("episodes.jsonl")) < 2 || namespaces_of(pid).is_empty() {
-        assert!(start.elapsed() < Duration::from_secs(120), "the run made no progress");
-        std::thread::sleep(Duration::from_millis(2));
-    }
+    let (child, pid) = spawn_in_flight("7", &dir, 2);
     // SIGINT, as Ctrl-C sends it.
     let sent = Command::new("sh").args(["-c", &format!("kill -INT {pid}")]).status().expect("sh");
     assert!(sent.success());

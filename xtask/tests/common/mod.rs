@@ -1,0 +1,24 @@
+//! Shared by the end-to-end tests: reading a run directory's summary and records.
+#![allow(dead_code)]
+
+use std::fs;
+use std::path::Path;
+
+use serde_json::Value;
+
+pub fn summary(dir: &Path) -> Value {
+    let text = fs::read_to_string(dir.join("summary.json")).expect("summary.json");
+    serde_json::from_str(&text).expect("summary is JSON")
+}
+
+pub fn rows(summary: &Value) -> &Vec<Value> {
+    summary["rows"].as_array().expect("rows")
+}
+
+pub fn rate(row: &Value, metric: &str) -> f64 {
+    row["rates"][metric]["rate"].as_f64().unwrap_or_else(|| panic!("no {metric} in {row}"))
+}
+
+pub fn lines(path: &Path) -> usize {
+    fs::read_to_string(path).map(|t| t.lines().count()).unwrap_or(0)
+}
