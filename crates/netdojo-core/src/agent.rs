@@ -18,6 +18,9 @@ pub struct EpisodeStart<'a> {
     pub brief: &'a str,
     /// The tools, `finish` included.
     pub tools: &'a [ToolSpec],
+    /// The step budget: tool calls the runner accepts before it ends the episode. A prompt
+    /// should say it (the seeds' agents are told their budget).
+    pub max_steps: usize,
 }
 
 /// One turn of an agent: its reasoning and the calls it makes. An empty `calls` means the agent

@@ -221,7 +221,8 @@ impl Runner {
 
         let mut agent = self.agent.create(task).map_err(|e| e.to_string())?;
         trajectory.initial_check = env.check().await.map_err(|e| e.to_string())?;
-        let episode = EpisodeStart { task, brief: &trajectory.brief, tools: &tools };
+        let episode =
+            EpisodeStart { task, brief: &trajectory.brief, tools: &tools, max_steps: self.budget.max_steps };
         agent.start(&episode).await.map_err(|e| e.to_string())?;
 
         let mut feedback: Vec<Observation> = Vec::new();

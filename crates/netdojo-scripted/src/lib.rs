@@ -280,7 +280,10 @@ mod tests {
         });
         let mut oracle = Oracle::default();
         let tools = tools();
-        oracle.start(&EpisodeStart { task: &t, brief: "b", tools: &tools }).await.expect("start");
+        oracle
+            .start(&EpisodeStart { task: &t, brief: "b", tools: &tools, max_steps: 10 })
+            .await
+            .expect("start");
         let first = oracle.step(&[]).await.expect("step");
         assert_eq!(first.calls[0].name, "remove_node");
         let second = oracle.step(&[]).await.expect("step");
@@ -317,7 +320,7 @@ mod tests {
         let run = |seed| async move {
             let mut agent = RandomAgent::new(seed, "t1", 20);
             agent
-                .start(&EpisodeStart { task: t, brief: "Remove ju1.a1.m1.s2c1 now.", tools })
+                .start(&EpisodeStart { task: t, brief: "Remove ju1.a1.m1.s2c1 now.", tools, max_steps: 10 })
                 .await
                 .expect("start");
             let mut calls = vec![];

@@ -134,7 +134,8 @@ fn brief(machines: &[String], mesh: &Matrix) -> String {
          When implementing your solution, be careful not to disrupt existing connected edges - \
          your commands should not cause previously working connections to break.\n\n\
          Run one command at a time with the `{EXEC_TOOL}` tool (`machine`, `command`); after \
-         each command you get its output and the latest pingall. Machines: {}.\n\
+         each command you get its output and the latest pingall. Every command counts against \
+         your step budget, so diagnose before you change anything. Machines: {}.\n\
          Important notes:\n\
          - Commands run without a shell: no pipes, redirections or `;`.\n\
          - Do not include sudo in your commands.\n\
@@ -292,5 +293,29 @@ impl Environment for RoutingEnv {
             net.teardown();
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_brief_and_the_tool_read_as_the_agent_sees_them() {
+        let nodes: Vec<String> = ["h1", "h2", "h3", "h4", "r0"].iter().map(|s| s.to_string()).collect();
+        // Subnet 2 (h3, h4) cut off from the rest.
+        let cut = |i: usize, j: usize| (i < 2 || i == 4) != (j < 2 || j == 4);
+        let reach = (0..5).map(|i| (0..5).map(|j| i != j && !cut(i, j)).collect()).collect();
+        let mesh = Matrix { nodes: nodes.clone(), reach };
+        let machines: Vec<String> = ["h1", "h2", "h3", "h4", "r0", "s1", "s2"].iter().map(|s| s.to_string()).collect();
+        insta::assert_snapshot!(brief(&machines, &mesh));
+        let env = RoutingEnv {
+            options: RoutingOptions::default(),
+            net: None,
+            current: None,
+            previous: None,
+            task_id: String::new(),
+        };
+        insta::assert_json_snapshot!(env.tools());
     }
 }
