@@ -12,20 +12,10 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+mod common;
+
 use netdojo_linux::exec::{self, ExecError, Output, Policy, Refusal};
 use netdojo_linux::netns::{self, Episode};
-
-fn may_run(test: &str) -> bool {
-    if nix::unistd::geteuid().is_root() {
-        return true;
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "{test}: needs root (network namespaces); CI is set, so this is a failure, not a skip"
-    );
-    eprintln!("{test}: skipped: needs root to create network namespaces");
-    false
-}
 
 fn episode_with_node() -> (Episode, String) {
     let mut episode = match Episode::new() {
@@ -358,7 +348,7 @@ fn root_links() -> Vec<String> {
 
 #[tokio::test]
 async fn hostile_corpus_is_refused_or_contained() {
-    if !may_run("hostile_corpus_is_refused_or_contained") {
+    if !common::root_or_skip("hostile_corpus_is_refused_or_contained") {
         return;
     }
     let before = snapshot();
@@ -439,7 +429,7 @@ async fn hostile_corpus_is_refused_or_contained() {
 
 #[tokio::test]
 async fn time_limit_kills_the_command_and_keeps_what_it_printed() {
-    if !may_run("time_limit_kills_the_command_and_keeps_what_it_printed") {
+    if !common::root_or_skip("time_limit_kills_the_command_and_keeps_what_it_printed") {
         return;
     }
     let (_episode, ns) = episode_with_node();
@@ -473,7 +463,7 @@ async fn time_limit_kills_the_command_and_keeps_what_it_printed() {
 
 #[tokio::test]
 async fn output_is_capped_keeping_the_beginning() {
-    if !may_run("output_is_capped_keeping_the_beginning") {
+    if !common::root_or_skip("output_is_capped_keeping_the_beginning") {
         return;
     }
     let (_episode, ns) = episode_with_node();
@@ -508,7 +498,7 @@ async fn output_is_capped_keeping_the_beginning() {
 
 #[tokio::test]
 async fn the_host_namespace_and_bad_names_are_environment_errors() {
-    if !may_run("the_host_namespace_and_bad_names_are_environment_errors") {
+    if !common::root_or_skip("the_host_namespace_and_bad_names_are_environment_errors") {
         return;
     }
     let (episode, _ns) = episode_with_node();

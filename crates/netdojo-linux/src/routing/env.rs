@@ -307,7 +307,8 @@ mod tests {
         let cut = |i: usize, j: usize| (i < 2 || i == 4) != (j < 2 || j == 4);
         let reach = (0..5).map(|i| (0..5).map(|j| i != j && !cut(i, j)).collect()).collect();
         let mesh = Matrix { nodes: nodes.clone(), reach };
-        let machines: Vec<String> = ["h1", "h2", "h3", "h4", "r0", "s1", "s2"].iter().map(|s| s.to_string()).collect();
+        let machines: Vec<String> =
+            ["h1", "h2", "h3", "h4", "r0", "s1", "s2"].iter().map(|s| s.to_string()).collect();
         insta::assert_snapshot!(brief(&machines, &mesh));
         let env = RoutingEnv {
             options: RoutingOptions::default(),
