@@ -5,10 +5,12 @@
 //! - [`netns`]: creating, marking, deleting and sweeping netdojo's own namespaces.
 //! - [`network`]: building a topology with rtnetlink, readiness, teardown.
 //! - [`pingmesh`]: every host pings every other, in parallel; Mininet's pingall rendering.
+//! - [`frr`]: FRRouting instances for `frr` routers (one per namespace, vtysh inside it).
 //! - [`exec`]: the sandbox that runs an agent's command in one node's namespace.
 //! - [`routing`]: the routing application: topology from a seed, fault catalogue, tasks, env.
 
 pub mod exec;
+pub mod frr;
 pub mod netns;
 pub mod network;
 pub mod pingmesh;

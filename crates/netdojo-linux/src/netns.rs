@@ -129,6 +129,8 @@ impl Episode {
 
     /// Deletes every namespace of the episode and its marker. Idempotent.
     pub fn teardown(&mut self) {
+        // FRR instances normally stop with their router; this catches any left running.
+        crate::frr::reap_prefix(&self.prefix);
         for name in self.namespaces.drain(..) {
             if let Err(e) = delete_netns(&name) {
                 tracing::warn!("teardown: {e}");
@@ -235,6 +237,8 @@ pub fn sweep() -> Result<Swept, NetnsError> {
         if owner.alive() {
             continue;
         }
+        // Daemons first: a process inside a namespace keeps it alive after its mount is gone.
+        crate::frr::reap_prefix(&prefix);
         for name in list_with_prefix(&prefix) {
             delete_netns(&name)?;
             swept.namespaces.push(name);

@@ -20,6 +20,7 @@ use rtnetlink::packet_route::link::{
 };
 use rtnetlink::{Handle, LinkBridge, LinkMessageBuilder, LinkUnspec, LinkVeth, RouteMessageBuilder};
 
+use crate::frr::{Frr, FrrError};
 use crate::netns::{self, Episode, NetnsError};
 use crate::pingmesh::{self, Matrix, Pinger};
 use crate::topology::{Cidr, NodeKind, Topology};
@@ -34,6 +35,8 @@ pub enum NetworkError {
     NotReady { waited: Duration, down: String },
     #[error("no tokio runtime: networks are built from async code")]
     NoRuntime,
+    #[error(transparent)]
+    Frr(#[from] FrrError),
 }
 
 fn build_err(what: impl Into<String>) -> impl FnOnce(rtnetlink::Error) -> NetworkError {
@@ -59,6 +62,8 @@ pub struct Network {
     nodes: HashMap<String, NodeNs>,
     mesh: Vec<(String, Ipv4Addr)>,
     connections: Vec<tokio::task::JoinHandle<()>>,
+    /// The FRR instances of `frr` nodes, stopped before the namespaces go.
+    frr: HashMap<String, Frr>,
     // Declared last: dropped after the connections are aborted.
     episode: Episode,
 }
@@ -69,6 +74,8 @@ pub struct BuildTimes {
     pub namespaces: Duration,
     pub links: Duration,
     pub ready: Duration,
+    /// Starting FRR on `frr` routers (zero without them).
+    pub frr: Duration,
 }
 
 impl Network {
@@ -95,7 +102,7 @@ impl Network {
                 for (key, value) in &sysctls {
                     netns::write_sysctl(key, value).map_err(|e| format!("sysctl {key}={value}: {e}"))?;
                 }
-                if kind == NodeKind::Router {
+                if matches!(kind, NodeKind::Router | NodeKind::Frr) {
                     netns::write_sysctl("net.ipv4.ip_forward", "1")
                         .map_err(|e| format!("net.ipv4.ip_forward: {e}"))?;
                 }
@@ -113,14 +120,53 @@ impl Network {
             nodes.insert(node_name, NodeNs { ns, rtnl, pinger });
         }
         times.namespaces = start.elapsed();
-        let network = Self { topology, nodes, mesh, connections, episode };
+        let mut network = Self { topology, nodes, mesh, connections, frr: HashMap::new(), episode };
         let t = Instant::now();
         network.configure().await?;
         times.links = t.elapsed();
         let t = Instant::now();
         network.wait_ready(Duration::from_secs(5)).await?;
         times.ready = t.elapsed();
+        let t = Instant::now();
+        network.start_frr().await?;
+        times.frr = t.elapsed();
         Ok((network, times))
+    }
+
+    /// Starts FRR on every `frr` node, all at once, and applies their startup configuration.
+    async fn start_frr(&mut self) -> Result<(), NetworkError> {
+        let mut starts = Vec::new();
+        for (name, node) in self.topology.nodes() {
+            if node.kind != NodeKind::Frr {
+                continue;
+            }
+            let ns = self.node(name)?.ns.clone();
+            let name = name.to_string();
+            let node = node.clone();
+            starts.push(async move {
+                let frr = Frr::start(&name, &ns, &name, &node.daemons, node.config.as_deref()).await?;
+                Ok::<_, NetworkError>((name, frr))
+            });
+        }
+        // Collect every result, so an instance that started is kept (and stopped on drop)
+        // even when another failed.
+        let mut first_error = None;
+        for result in futures::future::join_all(starts).await {
+            match result {
+                Ok((name, frr)) => {
+                    self.frr.insert(name, frr);
+                }
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    /// The FRR instance of an `frr` node.
+    pub fn frr(&self, node: &str) -> Option<&Frr> {
+        self.frr.get(node)
     }
 
     fn node(&self, name: &str) -> Result<&NodeNs, NetworkError> {
@@ -372,6 +418,9 @@ impl Network {
 
     /// Deletes every namespace now (also done on drop).
     pub fn teardown(&mut self) {
+        for (_, mut frr) in self.frr.drain() {
+            frr.stop();
+        }
         for c in self.connections.drain(..) {
             c.abort();
         }

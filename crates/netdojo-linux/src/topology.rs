@@ -44,6 +44,8 @@ pub enum NodeKind {
     Router,
     /// A Linux bridge (a switch).
     Bridge,
+    /// A router running FRRouting (zebra + `daemons`), configured with `config`.
+    Frr,
 }
 
 /// A route of a node. `dst` is a prefix or `default`.
@@ -72,6 +74,12 @@ pub struct Node {
     /// per namespace). Routers also get `net.ipv4.ip_forward=1`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub sysctls: BTreeMap<String, String>,
+    /// `frr` nodes: FRR daemons to run besides zebra (`staticd`, `ospfd`, `bgpd`, `ripd`...).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub daemons: Vec<String>,
+    /// `frr` nodes: the startup configuration, as vtysh accepts it in configuration mode.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -261,6 +269,20 @@ impl Topology {
                     }
                 }
                 addresses.push((field, cidr));
+            }
+            if node.kind != NodeKind::Frr && (!node.daemons.is_empty() || node.config.is_some()) {
+                return Err(invalid(
+                    format!("topology.nodes.{name}"),
+                    "`daemons` and `config` belong to `frr` nodes".into(),
+                ));
+            }
+            for d in &node.daemons {
+                if !crate::frr::DAEMONS.contains(&d.as_str()) {
+                    return Err(invalid(
+                        format!("topology.nodes.{name}.daemons"),
+                        format!("unknown FRR daemon `{d}` (known: {})", crate::frr::DAEMONS.join(", ")),
+                    ));
+                }
             }
             for key in node.sysctls.keys() {
                 let ok = key.starts_with("net.")

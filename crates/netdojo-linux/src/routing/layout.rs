@@ -103,7 +103,14 @@ impl Layout {
                 .collect();
         nodes.push((
             ROUTER.to_string(),
-            Node { kind: NodeKind::Router, interfaces: router_ifs, routes: vec![], sysctls },
+            Node {
+                kind: NodeKind::Router,
+                interfaces: router_ifs,
+                routes: vec![],
+                sysctls,
+                daemons: vec![],
+                config: None,
+            },
         ));
         for subnet in &self.subnets {
             nodes.push((
@@ -113,6 +120,8 @@ impl Layout {
                     interfaces: Default::default(),
                     routes: vec![],
                     sysctls: ipv4_only(),
+                    daemons: vec![],
+                    config: None,
                 },
             ));
             links.push(Link {
@@ -136,7 +145,14 @@ impl Layout {
                 }];
                 nodes.push((
                     host.clone(),
-                    Node { kind: NodeKind::Host, interfaces, routes, sysctls: ipv4_only() },
+                    Node {
+                        kind: NodeKind::Host,
+                        interfaces,
+                        routes,
+                        sysctls: ipv4_only(),
+                        daemons: vec![],
+                        config: None,
+                    },
                 ));
                 links.push(Link {
                     endpoints: [

@@ -1,0 +1,387 @@
+//! FRRouting routers: one FRR instance per router namespace (Debian's `frr` 8.4).
+//!
+//! Each instance has its own pathspace (`-N NS`, sockets in `/var/run/frr/NS`), its own run
+//! directory `/run/netdojo/frr/NS` (configs, pid files, logs, vtysh.conf), and its own UTS
+//! namespace with the router's hostname, so that both the daemons and vtysh print the
+//! router's name (vtysh writes its own host name into `show running-config`). Daemons start
+//! empty; the startup configuration is then applied through vtysh, which sends each command to
+//! the daemon that owns it. vtysh always runs inside the router's network namespace with a
+//! timeout: it runs `ping` in its own namespace and forever otherwise.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use nix::mount::{MntFlags, MsFlags};
+use nix::sched::CloneFlags;
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use tokio::process::Command;
+
+use crate::netns;
+
+/// Where FRR's binaries live on Debian.
+pub const FRR_BIN: &str = "/usr/lib/frr";
+/// netdojo's run directories for FRR instances, one per router namespace.
+pub const RUN_DIR: &str = "/run/netdojo/frr";
+/// Where FRR puts each pathspace's sockets.
+pub const FRR_STATE: &str = "/var/run/frr";
+
+/// The daemons a router may run (zebra and staticd always run, zebra first).
+pub const DAEMONS: [&str; 6] = ["zebra", "staticd", "ospfd", "bgpd", "ripd", "ospf6d"];
+
+#[derive(Debug, thiserror::Error)]
+pub enum FrrError {
+    #[error("FRRouting is not installed ({FRR_BIN}/zebra missing): apt-get install frr")]
+    NotInstalled,
+    #[error("router {router}: unknown FRR daemon `{daemon}` (known: {})", DAEMONS.join(", "))]
+    UnknownDaemon { router: String, daemon: String },
+    #[error("router {router}: hostname `{hostname}` is not a valid host name")]
+    BadHostname { router: String, hostname: String },
+    #[error("router {router}: {what}: {source}")]
+    Io {
+        router: String,
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("router {router}: {what}: {source}")]
+    Sys {
+        router: String,
+        what: &'static str,
+        #[source]
+        source: nix::Error,
+    },
+    #[error("router {router}: {daemon} did not start: {detail}")]
+    Start { router: String, daemon: String, detail: String },
+    #[error("router {router}: FRR not ready after {waited:?}: {detail}")]
+    NotReady { router: String, waited: Duration, detail: String },
+    #[error("router {router}: vtysh timed out after {0:?}", .timeout)]
+    Timeout { router: String, timeout: Duration },
+}
+
+/// What vtysh printed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VtyshOutput {
+    pub status: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl VtyshOutput {
+    pub fn success(&self) -> bool {
+        self.status == Some(0)
+    }
+    /// stdout then stderr, as a terminal would show them.
+    pub fn text(&self) -> String {
+        let mut t = self.stdout.clone();
+        if !self.stderr.is_empty() {
+            if !t.is_empty() && !t.ends_with('\n') {
+                t.push('\n');
+            }
+            t.push_str(&self.stderr);
+        }
+        t
+    }
+}
+
+/// A running FRR instance. Dropping it stops the daemons and removes its files.
+#[derive(Debug)]
+pub struct Frr {
+    router: String,
+    ns: String,
+    dir: PathBuf,
+    stopped: bool,
+}
+
+fn valid_hostname(h: &str) -> bool {
+    !h.is_empty() && h.len() <= 63 && h.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+impl Frr {
+    /// Starts zebra, staticd and `daemons` (zebra first) in namespace `ns` for router `router`, waits
+    /// until vtysh reaches every one, and applies `startup` (configuration commands, one a
+    /// line) if given. Errors from the startup configuration are returned, not ignored.
+    pub async fn start(
+        router: &str,
+        ns: &str,
+        hostname: &str,
+        daemons: &[String],
+        startup: Option<&str>,
+    ) -> Result<Self, FrrError> {
+        if !Path::new(FRR_BIN).join("zebra").exists() {
+            return Err(FrrError::NotInstalled);
+        }
+        if !valid_hostname(hostname) {
+            return Err(FrrError::BadHostname { router: router.into(), hostname: hostname.into() });
+        }
+        // staticd always runs with zebra: without it vtysh drops `ip route` silently.
+        let mut list: Vec<&str> = vec!["zebra", "staticd"];
+        for d in daemons {
+            let Some(known) = DAEMONS.iter().find(|k| **k == d.as_str()) else {
+                return Err(FrrError::UnknownDaemon { router: router.into(), daemon: d.clone() });
+            };
+            if !list.contains(known) {
+                list.push(known);
+            }
+        }
+        let io = |what: &str| {
+            let (router, what) = (router.to_string(), what.to_string());
+            move |source| FrrError::Io { router, what, source }
+        };
+        let dir = Path::new(RUN_DIR).join(ns);
+        // Created before anything runs, so that stop() (and the sweep) finds what to clean.
+        fs::create_dir_all(dir.join(ns)).map_err(io("run directory"))?;
+        let frr = Self { router: router.into(), ns: ns.into(), dir: dir.clone(), stopped: false };
+        fs::write(dir.join(ns).join("vtysh.conf"), "").map_err(io("vtysh.conf"))?;
+        for d in &list {
+            fs::write(dir.join(format!("{d}.conf")), format!("hostname {hostname}\n"))
+                .map_err(io("daemon config"))?;
+        }
+        chown_frr(&dir).map_err(io("chown to frr"))?;
+        frr.make_uts(hostname)?;
+
+        for d in &list {
+            let bin = Path::new(FRR_BIN).join(d);
+            let conf = dir.join(format!("{d}.conf"));
+            let pid = dir.join(format!("{d}.pid"));
+            let log = format!("file:{}", dir.join(format!("{d}.log")).display());
+            let out = frr
+                .enter()
+                .arg(&bin)
+                .args(["-N", ns, "-d", "-f"])
+                .arg(&conf)
+                .arg("-i")
+                .arg(&pid)
+                .args(["--log", &log])
+                .output()
+                .await
+                .map_err(io(d))?;
+            if !out.status.success() {
+                let log_text = fs::read_to_string(dir.join(format!("{d}.log"))).unwrap_or_default();
+                return Err(FrrError::Start {
+                    router: router.into(),
+                    daemon: d.to_string(),
+                    detail: format!("{}{}", String::from_utf8_lossy(&out.stderr), tail(&log_text, 5)),
+                });
+            }
+        }
+        frr.wait_ready(&list, Duration::from_secs(10)).await?;
+        if let Some(config) = startup {
+            let out = frr.apply_file(config).await?;
+            if !out.success() {
+                return Err(FrrError::Start {
+                    router: router.into(),
+                    daemon: "startup configuration".into(),
+                    detail: out.text(),
+                });
+            }
+        }
+        Ok(frr)
+    }
+
+    pub fn router(&self) -> &str {
+        &self.router
+    }
+
+    fn uts_path(&self) -> PathBuf {
+        self.dir.join("uts")
+    }
+
+    /// A UTS namespace with the router's host name, kept by a bind mount like a netns.
+    fn make_uts(&self, hostname: &str) -> Result<(), FrrError> {
+        let path = self.uts_path();
+        fs::write(&path, "").map_err(|source| FrrError::Io {
+            router: self.router.clone(),
+            what: "uts".into(),
+            source,
+        })?;
+        let router = self.router.clone();
+        let hostname = hostname.to_string();
+        std::thread::spawn(move || -> Result<(), FrrError> {
+            let sys = |what, source| FrrError::Sys { router: router.clone(), what, source };
+            nix::sched::unshare(CloneFlags::CLONE_NEWUTS).map_err(|e| sys("unshare uts", e))?;
+            nix::unistd::sethostname(&hostname).map_err(|e| sys("sethostname", e))?;
+            nix::mount::mount(
+                Some("/proc/thread-self/ns/uts"),
+                &path,
+                None::<&str>,
+                MsFlags::MS_BIND,
+                None::<&str>,
+            )
+            .map_err(|e| sys("bind-mount uts", e))
+        })
+        .join()
+        .map_err(|_| FrrError::Io {
+            router: self.router.clone(),
+            what: "uts".into(),
+            source: std::io::Error::other("thread panicked"),
+        })?
+    }
+
+    /// A command that runs inside the router's network and UTS namespaces.
+    fn enter(&self) -> Command {
+        let mut cmd = Command::new("nsenter");
+        cmd.arg(format!("--net={}", netns::ns_path(&self.ns).display()))
+            .arg(format!("--uts={}", self.uts_path().display()))
+            .arg("--")
+            .env_clear()
+            .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
+            .env("LC_ALL", "C")
+            .stdin(Stdio::null())
+            .kill_on_drop(true);
+        cmd
+    }
+
+    /// Runs vtysh with `args` inside the router, killed after `timeout`.
+    pub async fn vtysh(&self, args: &[&str], timeout: Duration) -> Result<VtyshOutput, FrrError> {
+        let secs = timeout.as_secs().max(1).to_string();
+        let mut cmd = self.enter();
+        cmd.args(["timeout", "-s", "KILL", &secs, "vtysh", "-N", &self.ns, "--config_dir"])
+            .arg(&self.dir)
+            .args(args);
+        let out = tokio::time::timeout(timeout + Duration::from_secs(1), cmd.output())
+            .await
+            .map_err(|_| FrrError::Timeout { router: self.router.clone(), timeout })?
+            .map_err(|source| FrrError::Io { router: self.router.clone(), what: "vtysh".into(), source })?;
+        if out.status.code() == Some(137) || out.status.code() == Some(124) {
+            return Err(FrrError::Timeout { router: self.router.clone(), timeout });
+        }
+        Ok(VtyshOutput {
+            status: out.status.code(),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        })
+    }
+
+    /// Applies configuration text with `vtysh -f`, which goes on after a failing line and
+    /// reports it as `line N: % ...` (exit status 2).
+    pub async fn apply_file(&self, config: &str) -> Result<VtyshOutput, FrrError> {
+        let path = self.dir.join("apply.conf");
+        fs::write(&path, config).map_err(|source| FrrError::Io {
+            router: self.router.clone(),
+            what: "apply.conf".into(),
+            source,
+        })?;
+        let path_str = path.to_string_lossy().into_owned();
+        self.vtysh(&["-f", &path_str], Duration::from_secs(30)).await
+    }
+
+    /// `show running-config`.
+    pub async fn running_config(&self) -> Result<String, FrrError> {
+        let out = self.vtysh(&["-c", "show running-config"], Duration::from_secs(10)).await?;
+        Ok(out.stdout)
+    }
+
+    async fn wait_ready(&self, daemons: &[&str], timeout: Duration) -> Result<(), FrrError> {
+        let start = Instant::now();
+        let mut last = String::new();
+        while start.elapsed() < timeout {
+            if let Ok(out) = self.vtysh(&["-c", "show daemons"], Duration::from_secs(2)).await {
+                let running: Vec<&str> = out.stdout.split_whitespace().collect();
+                if out.success() && daemons.iter().all(|d| running.contains(d)) {
+                    return Ok(());
+                }
+                last = out.text();
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        Err(FrrError::NotReady { router: self.router.clone(), waited: start.elapsed(), detail: last })
+    }
+
+    /// Stops the daemons (SIGTERM, then SIGKILL after a second) and removes the instance's
+    /// files. Idempotent.
+    pub fn stop(&mut self) {
+        if self.stopped {
+            return;
+        }
+        self.stopped = true;
+        reap(&self.ns, &self.dir);
+    }
+}
+
+impl Drop for Frr {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Stops the daemons of the instance in `dir` (only processes that really are FRR daemons of
+/// pathspace `ns`: a pid file can outlive its process, and the PID be reused) and removes its
+/// files and its UTS namespace mount.
+fn reap(ns: &str, dir: &Path) {
+    let mut pids = Vec::new();
+    for d in DAEMONS {
+        let Ok(text) = fs::read_to_string(dir.join(format!("{d}.pid"))) else { continue };
+        let Ok(pid) = text.trim().parse::<i32>() else { continue };
+        if is_frr_of(pid, ns) {
+            let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
+            pids.push(pid);
+        }
+    }
+    let deadline = Instant::now() + Duration::from_secs(1);
+    while pids.iter().any(|p| is_frr_of(*p, ns)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    for p in pids {
+        if is_frr_of(p, ns) {
+            let _ = kill(Pid::from_raw(p), Signal::SIGKILL);
+        }
+    }
+    let _ = nix::mount::umount2(&dir.join("uts"), MntFlags::MNT_DETACH);
+    let _ = fs::remove_dir_all(dir);
+    let _ = fs::remove_dir_all(Path::new(FRR_STATE).join(ns));
+}
+
+/// Whether `pid` is a live FRR daemon started with `-N ns`.
+fn is_frr_of(pid: i32, ns: &str) -> bool {
+    let Ok(cmdline) = fs::read(format!("/proc/{pid}/cmdline")) else { return false };
+    let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+    let is_frr = args.first().is_some_and(|a| a.starts_with(FRR_BIN.as_bytes()));
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let zombie = stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
+    is_frr && !zombie && args.windows(2).any(|w| w[0] == b"-N" && w[1] == ns.as_bytes())
+}
+
+/// Stops the FRR instances of every namespace named `PREFIX-...` (used by the sweep).
+pub fn reap_prefix(prefix: &str) -> Vec<String> {
+    let stem = format!("{prefix}-");
+    let Ok(entries) = fs::read_dir(RUN_DIR) else { return Vec::new() };
+    let mut reaped = Vec::new();
+    for entry in entries.flatten() {
+        let Ok(name) = entry.file_name().into_string() else { continue };
+        if name.starts_with(&stem) {
+            reap(&name, &entry.path());
+            reaped.push(name);
+        }
+    }
+    reaped
+}
+
+fn chown_frr(dir: &Path) -> std::io::Result<()> {
+    let user = nix::unistd::User::from_name("frr")
+        .ok()
+        .flatten()
+        .ok_or_else(|| std::io::Error::other("no user `frr` (is the frr package installed?)"))?;
+    let chown = |p: &Path| {
+        nix::unistd::chown(p, Some(user.uid), Some(user.gid))
+            .map_err(|e| std::io::Error::from_raw_os_error(e as i32))
+    };
+    chown(dir)?;
+    for entry in fs::read_dir(dir)? {
+        let path = entry?.path();
+        chown(&path)?;
+        if path.is_dir() {
+            for inner in fs::read_dir(&path)? {
+                chown(&inner?.path())?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn tail(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
