@@ -7,10 +7,11 @@ use std::sync::Arc;
 use anyhow::{Context, Result, bail};
 use netdojo::dcgraph::{DcGraphFactory, GraphSource, QueryGenerator};
 use netdojo::linux::routing::{RoutingFactory, RoutingGenerator};
+use netdojo::netconf::NetconfFactory;
 use netdojo::scripted::{NoopFactory, OracleFactory, RandomFactory};
 use netdojo::{AgentFactory, EnvironmentFactory, Scorer, TaskGenerator};
 
-pub const ENVIRONMENTS: &[&str] = &["dcgraph", "routing"];
+pub const ENVIRONMENTS: &[&str] = &["dcgraph", "routing", "netconf"];
 pub const AGENTS: &[&str] = &["oracle", "noop", "random"];
 
 /// An environment with what runs it: the factory, the generator of its tasks, its scorers.
@@ -61,6 +62,19 @@ pub fn app(name: &str, options: &EnvOptions) -> Result<App> {
                 scorers: netdojo::score::netpress_scorers(),
             })
         }
+        "netconf" => {
+            let factory = NetconfFactory::new()
+                .context("environment `netconf`: it runs FRRouting routers in network namespaces")?;
+            Ok(App {
+                factory: Arc::new(factory),
+                generator: Arc::new(SuiteOnly("netconf")),
+                scorers: vec![
+                    Box::new(netdojo::score::Correctness),
+                    Box::new(netdojo::score::CheckRate),
+                    Box::new(netdojo::score::Latency),
+                ],
+            })
+        }
         other => bail!("unknown environment `{other}` (known: {})", ENVIRONMENTS.join(", ")),
     }
 }
@@ -72,4 +86,22 @@ pub fn agent(name: &str, seed: u64, random_steps: usize) -> Result<Arc<dyn Agent
         "random" => Arc::new(RandomFactory { seed, steps: random_steps }),
         other => bail!("unknown agent `{other}` (known: {})", AGENTS.join(", ")),
     })
+}
+
+/// The generator of an environment that has none yet: it runs suites (`--suite DIR`).
+struct SuiteOnly(&'static str);
+
+impl TaskGenerator for SuiteOnly {
+    fn name(&self) -> &str {
+        self.0
+    }
+    fn generate(&self, _seed: u64, _index: u64) -> Result<netdojo::Task, netdojo::TaskError> {
+        Err(netdojo::TaskError::Generate {
+            generator: self.0.into(),
+            message: format!(
+                "`{}` has no task generator yet: run a suite with --suite (e.g. testdata/{})",
+                self.0, self.0
+            ),
+        })
+    }
 }

@@ -119,6 +119,10 @@ pub struct Testcase {
     pub expected_output: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expected_result: Option<Value>,
+    /// The CLI the commands are written for: `frr` (vtysh, the default) or `linux` (`ping`,
+    /// `nft`, `tc`... run in the device's namespace).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dialect: Option<String>,
 }
 
 /// A source of tasks: a static suite or a seeded generator.
@@ -277,9 +281,37 @@ fn read_file(path: &Path) -> Result<Vec<Task>, TaskError> {
         }
         Ok(tasks)
     } else {
-        let task = serde_json::from_reader(BufReader::new(file)).map_err(|e| parse_err(None, e))?;
+        let value: Value = serde_json::from_reader(BufReader::new(file)).map_err(|e| parse_err(None, e))?;
+        let task = if value.get("task_name").is_some() && value.get("kind").is_none() {
+            netconf_task(path, value)?
+        } else {
+            serde_json::from_value(value).map_err(|e| parse_err(None, e))?
+        };
         Ok(vec![task])
     }
+}
+
+/// A task file exactly as NetConfBench writes one (seed 001 §4.1: `task_name`, `intents`,
+/// `topology`, ...), run by the `netconf` application. Its id is the file name; its label the
+/// task name; its query the intents, one a line; its level the `level` field if present.
+fn netconf_task(path: &Path, value: Value) -> Result<Task, TaskError> {
+    let id = path.file_stem().and_then(|s| s.to_str()).unwrap_or("task").to_string();
+    let level = value.get("level").and_then(Value::as_u64).map_or(1, |l| l.clamp(1, 255) as u8);
+    let config: ConfigTask = serde_json::from_value(value).map_err(|e| TaskError::Parse {
+        path: path.to_path_buf(),
+        line: None,
+        message: format!("not a NetConfBench task (seed 001 §4.1): {e}"),
+    })?;
+    Ok(Task {
+        id,
+        application: "netconf".into(),
+        level,
+        label: config.task_name.clone(),
+        seed: None,
+        query: config.intents.join("\n"),
+        setup: Value::Null,
+        kind: TaskKind::Config(config),
+    })
 }
 
 /// Checks what every task needs whatever its backend.

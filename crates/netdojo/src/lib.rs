@@ -11,6 +11,7 @@
 //! | `scripted` | `scripted`  | `netdojo-scripted` |
 //! | `dcgraph`  | `dcgraph`   | `netdojo-dcgraph`  |
 //! | `linux`    | `linux`     | `netdojo-linux`    |
+//! | `netconf`  | `netconf`   | `netdojo-netconf`  |
 //!
 //! `full` turns every feature on.
 
@@ -21,6 +22,8 @@ pub use netdojo_core::*;
 pub use netdojo_dcgraph as dcgraph;
 #[cfg(feature = "linux")]
 pub use netdojo_linux as linux;
+#[cfg(feature = "netconf")]
+pub use netdojo_netconf as netconf;
 #[cfg(feature = "score")]
 pub use netdojo_score as score;
 #[cfg(feature = "scripted")]

@@ -1,0 +1,486 @@
+//! The NetConfBench environment: FRRouting routers built from a task's topology and startup
+//! configurations, the Agent-Network Interface (seed 001 §4.2) as tools, and the Task
+//! Evaluation Interface (§4.3) at the end.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+use netdojo_core::{
+    Check, ConfigTask, EnvError, Environment, EnvironmentFactory, Observation, Outcome, StateCheck, Task,
+    TaskKind, Testcase, ToolCall, ToolSpec,
+};
+use netdojo_linux::exec;
+use netdojo_linux::frr::Frr;
+use netdojo_linux::netns;
+use netdojo_linux::network::Network;
+use netdojo_linux::topology::{Body, Link, Node, NodeKind, Topology, indexmap_lite::OrderedMap};
+
+pub const ENV: &str = "netconf";
+
+/// The FRR daemons every router runs besides zebra and staticd, so that any protocol an
+/// intent asks for can be configured (vtysh drops commands for a daemon that is not running).
+pub const ROUTER_DAEMONS: [&str; 3] = ["ospfd", "bgpd", "ripd"];
+
+/// How long testcases may take to start passing after the agent finishes (routing protocols
+/// converge after the last change).
+pub const CONVERGENCE: Duration = Duration::from_secs(10);
+
+/// Words that start a read-only vtysh command. Anything else is refused by `execute-cmd`
+/// before it reaches the device.
+const READ_ONLY: [&str; 2] = ["show", "do show"];
+
+fn task_err(task: &Task, message: String) -> EnvError {
+    EnvError::Task { env: ENV.into(), task_id: task.id.clone(), message }
+}
+
+fn config_of(task: &Task) -> Result<&ConfigTask, EnvError> {
+    match &task.kind {
+        TaskKind::Config(c) => Ok(c),
+        _ => Err(task_err(task, "netconf runs configuration tasks (seed 001 §4.1)".into())),
+    }
+}
+
+/// `"A eth0 <-> B eth1"` → ((A, eth0), (B, eth1)).
+pub fn parse_link(link: &str) -> Option<((String, String), (String, String))> {
+    let (a, b) = link.split_once("<->")?;
+    let end = |s: &str| {
+        let mut words = s.split_whitespace();
+        let (node, iface) = (words.next()?, words.next()?);
+        words.next().is_none().then(|| (node.to_string(), iface.to_string()))
+    };
+    Some((end(a)?, end(b)?))
+}
+
+/// The emulated network of a task: one FRR router per node, linked as the task says, each
+/// started with its startup configuration.
+pub fn topology_of(task: &Task) -> Result<Topology, EnvError> {
+    let config = config_of(task)?;
+    let mut nodes = Vec::new();
+    for name in &config.topology.nodes {
+        let startup = config.startup_configs.get(name).map(|c| c.replace("\r\n", "\n"));
+        nodes.push((
+            name.clone(),
+            Node {
+                kind: NodeKind::Frr,
+                interfaces: BTreeMap::new(),
+                routes: vec![],
+                sysctls: [
+                    ("net.ipv6.conf.all.disable_ipv6", "1"),
+                    ("net.ipv6.conf.default.disable_ipv6", "1"),
+                ]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+                daemons: ROUTER_DAEMONS.iter().map(|d| d.to_string()).collect(),
+                config: startup,
+            },
+        ));
+    }
+    let mut links = Vec::new();
+    for (i, link) in config.topology.links.iter().enumerate() {
+        let ((a, ai), (b, bi)) = parse_link(link).ok_or_else(|| {
+            task_err(task, format!("field `topology.links[{i}]`: `{link}` is not `A eth0 <-> B eth0`"))
+        })?;
+        links.push(Link { endpoints: [format!("{a}:{ai}"), format!("{b}:{bi}")], mtu: None });
+    }
+    let topology = Topology { name: task.id.clone(), topology: Body { nodes: OrderedMap(nodes), links } };
+    topology.validate(&format!("task {}", task.id)).map_err(|e| task_err(task, e.to_string()))?;
+    Ok(topology)
+}
+
+/// Builds one network per episode.
+#[derive(Debug)]
+pub struct NetconfFactory;
+
+impl NetconfFactory {
+    pub fn new() -> Result<Self, EnvError> {
+        if !nix::unistd::geteuid().is_root() {
+            return Err(EnvError::Unsupported {
+                env: ENV.into(),
+                what: "running without root".into(),
+                why: "every episode builds network namespaces and FRR routers, which needs root".into(),
+            });
+        }
+        if !std::path::Path::new(netdojo_linux::frr::FRR_BIN).join("zebra").exists() {
+            return Err(EnvError::Unsupported {
+                env: ENV.into(),
+                what: "FRRouting".into(),
+                why: "it is not installed (apt-get install frr)".into(),
+            });
+        }
+        netns::sweep().map_err(|e| EnvError::Setup { env: ENV.into(), message: e.to_string() })?;
+        Ok(Self)
+    }
+}
+
+#[async_trait]
+impl EnvironmentFactory for NetconfFactory {
+    fn name(&self) -> &str {
+        ENV
+    }
+
+    fn config(&self) -> Value {
+        json!({"daemons": ROUTER_DAEMONS, "convergence_s": CONVERGENCE.as_secs()})
+    }
+
+    async fn create(&self, _task: &Task) -> Result<Box<dyn Environment>, EnvError> {
+        Ok(Box::new(NetconfEnv { net: None, initial: BTreeMap::new(), task_id: String::new() }))
+    }
+}
+
+/// One episode's routers.
+#[derive(Debug)]
+pub struct NetconfEnv {
+    net: Option<Network>,
+    /// Each device's running configuration right after reset (for the command score).
+    initial: BTreeMap<String, String>,
+    task_id: String,
+}
+
+/// One command's result in `update-cfg`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct CommandResult {
+    pub command: String,
+    pub status: &'static str,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub error: String,
+}
+
+impl NetconfEnv {
+    fn runtime(&self, message: String) -> EnvError {
+        EnvError::Runtime { env: ENV.into(), message }
+    }
+
+    fn net(&self) -> Result<&Network, EnvError> {
+        self.net.as_ref().ok_or_else(|| self.runtime("no network: reset first".into()))
+    }
+
+    fn router(&self, device: &str) -> Option<&Frr> {
+        self.net.as_ref()?.frr(device)
+    }
+
+    fn devices(&self) -> Vec<String> {
+        self.net
+            .as_ref()
+            .map(|n| n.topology().nodes().map(|(n, _)| n.to_string()).collect())
+            .unwrap_or_default()
+    }
+
+    /// Applies `commands` in configuration mode, in order. Every command is tried: a failing
+    /// one is reported with the device's own error text and the ones after it still apply, as
+    /// when a configuration is pasted into a router (vtysh `-f`).
+    pub async fn update(&self, frr: &Frr, commands: &[String]) -> Result<Vec<CommandResult>, EnvError> {
+        // `configure terminal` and `end` frame a session on a terminal; the file is already in
+        // configuration mode, so they are accepted and not sent.
+        let framing = |c: &str| matches!(c.trim(), "configure terminal" | "conf t" | "configure" | "end");
+        let mut lines = Vec::new();
+        let mut line_of = Vec::new();
+        for (i, c) in commands.iter().enumerate() {
+            if !framing(c) {
+                lines.push(c.replace(['\r', '\n'], " "));
+                line_of.push(i);
+            }
+        }
+        let out =
+            frr.apply_file(&(lines.join("\n") + "\n")).await.map_err(|e| self.runtime(e.to_string()))?;
+        let text = out.text();
+        let mut errors: BTreeMap<usize, String> = BTreeMap::new();
+        for line in text.lines() {
+            // `line 3: % Unknown command[41]:  bogus`
+            if let Some(rest) = line.strip_prefix("line ")
+                && let Some((n, message)) = rest.split_once(':')
+                && let Ok(n) = n.trim().parse::<usize>()
+                && let Some(&index) = line_of.get(n.wrapping_sub(1))
+            {
+                errors.insert(index, message.trim().to_string());
+            }
+        }
+        // A daemon-level refusal without a line number (e.g. `bgpd is not running`) fails the
+        // whole batch rather than vanishing.
+        let unattributed: Vec<&str> =
+            text.lines().filter(|l| !l.trim().is_empty() && !l.starts_with("line ")).collect();
+        Ok(commands
+            .iter()
+            .enumerate()
+            .map(|(i, c)| match errors.get(&i) {
+                Some(e) => CommandResult { command: c.clone(), status: "error", error: e.clone() },
+                None if !out.success() && errors.is_empty() && !unattributed.is_empty() => {
+                    CommandResult { command: c.clone(), status: "error", error: unattributed.join("\n") }
+                }
+                None => CommandResult { command: c.clone(), status: "success", error: String::new() },
+            })
+            .collect())
+    }
+
+    /// Runs one testcase's commands; the output is what the expected regex is matched on.
+    async fn run_testcase(&self, tc: &Testcase) -> Result<(bool, String), String> {
+        let device = tc.device.as_deref().ok_or("the testcase names no device")?;
+        if tc.commands.is_empty() {
+            return Err(
+                "the testcase has no commands (the §4.1 shape with only expected_result cannot be run)"
+                    .into(),
+            );
+        }
+        let expected = tc.expected_output.as_deref().ok_or("the testcase has no expected_output")?;
+        let re = regex::Regex::new(expected)
+            .map_err(|e| format!("expected_output is not a regular expression: {e}"))?;
+        let mut output = String::new();
+        match tc.dialect.as_deref().unwrap_or("frr") {
+            "frr" => {
+                let frr = self.router(device).ok_or_else(|| format!("unknown device `{device}`"))?;
+                let mut args = Vec::new();
+                for c in &tc.commands {
+                    args.push("-c");
+                    args.push(c.as_str());
+                }
+                let out = frr.vtysh(&args, Duration::from_secs(10)).await.map_err(|e| e.to_string())?;
+                output = out.text();
+            }
+            "linux" => {
+                let ns = self
+                    .net()
+                    .map_err(|e| e.to_string())?
+                    .ns_name(device)
+                    .ok_or(format!("unknown device `{device}`"))?;
+                let policy = exec::Policy::default();
+                for c in &tc.commands {
+                    output.push_str(&run_linux(ns, c, &policy).await?);
+                }
+            }
+            other => return Err(format!("unknown dialect `{other}` (frr, linux)")),
+        }
+        Ok((re.is_match(&output), output))
+    }
+}
+
+/// Runs a testcase's Linux command (trusted: it comes from the task file) in the device's
+/// namespace, without a shell, with a timeout. `ping` is allowed here, unlike for agents.
+async fn run_linux(ns: &str, line: &str, policy: &exec::Policy) -> Result<String, String> {
+    let argv = shlex::split(line).ok_or_else(|| format!("`{line}`: unbalanced quotes"))?;
+    let Some((program, args)) = argv.split_first() else { return Err("empty command".into()) };
+    let mut cmd = tokio::process::Command::new("ip");
+    cmd.args(["netns", "exec", ns, "timeout", "-s", "KILL"])
+        .arg(policy.timeout.as_secs().max(1).to_string())
+        .arg(program)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true);
+    let out = cmd.output().await.map_err(|e| format!("`{line}`: {e}"))?;
+    Ok(format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
+}
+
+fn schema(properties: Value, required: &[&str]) -> Value {
+    json!({"type": "object", "properties": properties, "required": required, "additionalProperties": false})
+}
+
+#[async_trait]
+impl Environment for NetconfEnv {
+    fn tools(&self) -> Vec<ToolSpec> {
+        vec![
+            ToolSpec::new(
+                "get-topology",
+                "The network's devices and links (`A eth0 <-> B eth0`), for the given devices or all.",
+                schema(json!({"devices": {"type": "array", "items": {"type": "string"}}}), &[]),
+            ),
+            ToolSpec::new(
+                "get-running-cfg",
+                "The running configuration of one device.",
+                schema(json!({"device": {"type": "string"}}), &["device"]),
+            ),
+            ToolSpec::new(
+                "update-cfg",
+                "Apply configuration commands to one device, in order, in configuration mode (FRRouting \
+                 vtysh syntax). Answers each command with `success` or the device's error; commands \
+                 after a failing one are still applied.",
+                schema(
+                    json!({"device": {"type": "string"}, "commands": {"type": "array", "items": {"type": "string"}}}),
+                    &["device", "commands"],
+                ),
+            ),
+            ToolSpec::new(
+                "execute-cmd",
+                "Run one read-only command (`show ...`) on one device and return its output.",
+                schema(
+                    json!({"device": {"type": "string"}, "command": {"type": "string"}}),
+                    &["device", "command"],
+                ),
+            ),
+        ]
+    }
+
+    async fn reset(&mut self, task: &Task) -> Result<String, EnvError> {
+        self.task_id = task.id.clone();
+        let config = config_of(task)?;
+        let topology = topology_of(task)?;
+        let (net, _) = Network::build(topology)
+            .await
+            .map_err(|e| EnvError::Setup { env: ENV.into(), message: e.to_string() })?;
+        self.net = Some(net);
+        for device in self.devices() {
+            if let Some(frr) = self.router(&device) {
+                let running = frr.running_config().await.map_err(|e| self.runtime(e.to_string()))?;
+                self.initial.insert(device, running);
+            }
+        }
+        let intents: String = config.intents.iter().map(|i| format!("- {i}\n")).collect();
+        Ok(format!(
+            "You are a network engineer. Configure the routers of this network (FRRouting, vtysh \
+             syntax) so that it meets these intents:\n{intents}\nDevices: {}. Links:\n{}\n\nUse \
+             get-topology, get-running-cfg and execute-cmd (read-only `show` commands) to look, \
+             update-cfg to change a device's configuration, and call `finish` when every intent is met.",
+            config.topology.nodes.join(", "),
+            config.topology.links.iter().map(|l| format!("- {}", l.trim())).collect::<Vec<_>>().join("\n")
+        ))
+    }
+
+    async fn execute(&mut self, call: &ToolCall) -> Result<Observation, EnvError> {
+        let args = &call.arguments;
+        let device = args.get("device").and_then(Value::as_str).unwrap_or_default();
+        let unknown = || {
+            Observation::error(
+                call,
+                format!("unknown device `{device}`; devices: {}", self.devices().join(", ")),
+            )
+        };
+        match call.name.as_str() {
+            "get-topology" => {
+                let net = self.net()?;
+                let wanted: Vec<String> = args
+                    .get("devices")
+                    .and_then(Value::as_array)
+                    .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+                    .unwrap_or_default();
+                let all = self.devices();
+                let nodes: Vec<String> = if wanted.is_empty() {
+                    all
+                } else {
+                    all.into_iter().filter(|d| wanted.contains(d)).collect()
+                };
+                let links: Vec<String> = net
+                    .topology()
+                    .topology
+                    .links
+                    .iter()
+                    .filter(|l| {
+                        l.endpoints
+                            .iter()
+                            .any(|e| nodes.iter().any(|n| e.split_once(':').is_some_and(|(a, _)| a == n)))
+                    })
+                    .map(|l| {
+                        let side = |e: &str| e.replacen(':', " ", 1);
+                        format!("{} <-> {}", side(&l.endpoints[0]), side(&l.endpoints[1]))
+                    })
+                    .collect();
+                let topology = json!({"topology": {"nodes": nodes, "links": links}});
+                Ok(Observation::ok(call, topology.to_string(), Some(topology)))
+            }
+            "get-running-cfg" => {
+                let Some(frr) = self.router(device) else { return Ok(unknown()) };
+                let running = frr.running_config().await.map_err(|e| self.runtime(e.to_string()))?;
+                Ok(Observation::ok(call, running.clone(), Some(json!({"running_config": running}))))
+            }
+            "update-cfg" => {
+                let Some(frr) = self.router(device) else { return Ok(unknown()) };
+                let commands: Vec<String> = args
+                    .get("commands")
+                    .and_then(Value::as_array)
+                    .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+                    .unwrap_or_default();
+                let results = self.update(frr, &commands).await?;
+                let all_ok = results.iter().all(|r| r.status == "success");
+                let data = json!({"results": results});
+                let mut obs = Observation::ok(call, data.to_string(), Some(data));
+                obs.ok = all_ok;
+                Ok(obs)
+            }
+            "execute-cmd" => {
+                let Some(frr) = self.router(device) else { return Ok(unknown()) };
+                let command = args.get("command").and_then(Value::as_str).unwrap_or_default().trim();
+                let read_only =
+                    READ_ONLY.iter().any(|p| command == *p || command.starts_with(&format!("{p} ")));
+                if !read_only || command.contains(['\n', '\r']) {
+                    return Ok(Observation::error(
+                        call,
+                        format!(
+                            "`{command}` refused: execute-cmd runs read-only `show` commands; use update-cfg to change the configuration"
+                        ),
+                    ));
+                }
+                let out = frr
+                    .vtysh(&["-c", command], Duration::from_secs(10))
+                    .await
+                    .map_err(|e| self.runtime(e.to_string()))?;
+                let text = out.text();
+                let mut obs = Observation::ok(call, text.clone(), Some(json!({"output": text})));
+                obs.ok = out.success();
+                Ok(obs)
+            }
+            other => Ok(Observation::error(call, format!("unknown tool `{other}`"))),
+        }
+    }
+
+    async fn check(&mut self) -> Result<StateCheck, EnvError> {
+        // Configuration tasks set no per-step constraint (the seed scores the result).
+        Ok(StateCheck::safe())
+    }
+
+    async fn evaluate(&mut self, task: &Task, _answer: Option<&Value>) -> Result<Outcome, EnvError> {
+        let config = config_of(task)?;
+        // export-final-cfg
+        let mut finals = BTreeMap::new();
+        for device in self.devices() {
+            if let Some(frr) = self.router(&device) {
+                finals.insert(device, frr.running_config().await.map_err(|e| self.runtime(e.to_string()))?);
+            }
+        }
+        // run-testcases, until all pass or the network had time to converge.
+        let start = Instant::now();
+        let mut results: Vec<Option<(bool, String)>> = vec![None; config.testcases.len()];
+        let mut errors: Vec<Option<String>> = vec![None; config.testcases.len()];
+        loop {
+            for (i, tc) in config.testcases.iter().enumerate() {
+                if results[i].as_ref().is_some_and(|(pass, _)| *pass) || errors[i].is_some() {
+                    continue;
+                }
+                match self.run_testcase(tc).await {
+                    Ok(r) => results[i] = Some(r),
+                    Err(e) => errors[i] = Some(e),
+                }
+            }
+            let pending =
+                results.iter().zip(&errors).any(|(r, e)| e.is_none() && !r.as_ref().is_some_and(|(p, _)| *p));
+            if !pending || start.elapsed() >= CONVERGENCE {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        let mut checks = Vec::new();
+        let mut testcase_results = Vec::new();
+        for (i, tc) in config.testcases.iter().enumerate() {
+            let name = tc.name.clone().unwrap_or_else(|| format!("testcase {}", i + 1));
+            let (passed, detail) = match (&errors[i], &results[i]) {
+                (Some(e), _) => (false, e.clone()),
+                (None, Some((pass, output))) => (*pass, output.clone()),
+                (None, None) => (false, "not run".into()),
+            };
+            testcase_results.push(
+                json!({"name": name, "status": if passed { "pass" } else { "fail" }, "output": detail}),
+            );
+            checks.push(Check::new(name, passed, detail));
+        }
+        Ok(Outcome {
+            checks,
+            export: json!({"configs": finals, "initial_configs": self.initial, "testcases": testcase_results}),
+        })
+    }
+
+    async fn close(&mut self) -> Result<(), EnvError> {
+        if let Some(mut net) = self.net.take() {
+            net.teardown();
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,89 @@
+//! The Agent-Network Interface on real FRR routers: topology, running config, per-command
+//! results of update-cfg (a failing command does not stop the ones after it), read-only
+//! execute-cmd, and the testcases of the evaluation interface.
+
+use std::path::Path;
+
+use netdojo_core::task::StaticSuite;
+use netdojo_core::{EnvironmentFactory, TaskSource, ToolCall};
+use netdojo_netconf::NetconfFactory;
+use serde_json::json;
+
+fn ready(what: &str) -> bool {
+    let root = nix::unistd::geteuid().is_root();
+    let frr = Path::new(netdojo_linux::frr::FRR_BIN).join("zebra").exists();
+    if root && frr {
+        return true;
+    }
+    assert!(std::env::var_os("CI").is_none(), "{what}: CI must run as root with FRRouting installed");
+    eprintln!("skipping {what}: needs root and FRRouting (apt-get install frr)");
+    false
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_ani_answers_per_command_and_refuses_writes_in_execute_cmd() {
+    if !ready("ANI") {
+        return;
+    }
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/netconf/static-route.json");
+    let suite = StaticSuite::load(&path).expect("task loads as the seed writes it");
+    let task = suite.tasks().next().expect("one task").expect("valid");
+    assert_eq!((task.id.as_str(), task.application.as_str()), ("static-route", "netconf"));
+    let factory = NetconfFactory::new().expect("factory");
+    let mut env = factory.create(&task).await.expect("env");
+    let brief = env.reset(&task).await.expect("reset");
+    assert!(brief.contains("2.2.2.2/32") && brief.contains("R1 eth0 <-> R2 eth0"), "{brief}");
+
+    let topo =
+        env.execute(&ToolCall::new("get-topology", json!({"devices": ["R2"]}))).await.expect("topology");
+    assert_eq!(topo.data, Some(json!({"topology": {"nodes": ["R2"], "links": ["R1 eth0 <-> R2 eth0"]}})));
+
+    let update = ToolCall::new(
+        "update-cfg",
+        json!({"device": "R1", "commands": ["configure terminal", "ip route 9.9.9.0/24 10.0.12.2", "frobnicate 8.8.8.0/24", "ip route 7.7.7.0/24 10.0.12.2", "end"]}),
+    );
+    let obs = env.execute(&update).await.expect("update");
+    assert!(!obs.ok, "one command failed, so the call is not ok");
+    let results = obs.data.expect("results")["results"].clone();
+    let statuses: Vec<&str> =
+        results.as_array().expect("array").iter().map(|r| r["status"].as_str().unwrap_or("")).collect();
+    assert_eq!(statuses, ["success", "success", "error", "success", "success"], "{results}");
+    assert!(results[2]["error"].as_str().unwrap_or("").contains("Unknown command"), "{results}");
+
+    let running =
+        env.execute(&ToolCall::new("get-running-cfg", json!({"device": "R1"}))).await.expect("running");
+    assert!(running.content.contains("ip route 9.9.9.0/24 10.0.12.2"), "{}", running.content);
+    assert!(running.content.contains("ip route 7.7.7.0/24 10.0.12.2"), "{}", running.content);
+    assert!(running.content.contains("hostname R1"), "{}", running.content);
+
+    for refused in
+        ["configure terminal", "write memory", "clear ip route *", "show ip route\nconfigure terminal"]
+    {
+        let obs = env
+            .execute(&ToolCall::new("execute-cmd", json!({"device": "R1", "command": refused})))
+            .await
+            .expect("exec");
+        assert!(!obs.ok && obs.content.contains("refused"), "{refused:?}: {}", obs.content);
+    }
+    let show = env
+        .execute(&ToolCall::new(
+            "execute-cmd",
+            json!({"device": "R1", "command": "show ip route 9.9.9.0/24"}),
+        ))
+        .await
+        .expect("show");
+    assert!(show.ok && show.content.contains("static"), "{}", show.content);
+    let unknown =
+        env.execute(&ToolCall::new("get-running-cfg", json!({"device": "R9"}))).await.expect("unknown");
+    assert!(!unknown.ok && unknown.content.contains("unknown device `R9`"), "{}", unknown.content);
+
+    // The ground truth makes both testcases pass.
+    let gt =
+        ToolCall::new("update-cfg", json!({"device": "R1", "commands": ["ip route 2.2.2.2/32 10.0.12.2"]}));
+    assert!(env.execute(&gt).await.expect("gt").ok);
+    let outcome = env.evaluate(&task, None).await.expect("evaluate");
+    assert!(outcome.solved(), "{:?}", outcome.checks);
+    assert!(outcome.export["configs"]["R1"].as_str().unwrap_or("").contains("ip route 2.2.2.2/32 10.0.12.2"));
+    assert!(!outcome.export["initial_configs"]["R1"].as_str().unwrap_or("").contains("ip route 2.2.2.2/32"));
+    env.close().await.expect("close");
+}

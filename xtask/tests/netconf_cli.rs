@@ -1,0 +1,64 @@
+//! The NetConfBench suite validates itself on real FRR: the oracle (the ground truth) passes
+//! every testcase of every task, and the no-op agent fails at least one in every task: a task
+//! that does not discriminate is a broken task.
+
+use std::path::Path;
+use std::process::Command;
+
+mod common;
+
+use common::lines;
+
+fn ready(what: &str) -> bool {
+    let root = nix::unistd::geteuid().is_root();
+    let frr = Path::new("/usr/lib/frr/zebra").exists();
+    if root && frr {
+        return true;
+    }
+    assert!(std::env::var_os("CI").is_none(), "{what}: CI must run as root with FRRouting installed");
+    eprintln!("skipping {what}: needs root and FRRouting (apt-get install frr)");
+    false
+}
+
+fn records(agent: &str, dir: &Path) -> Vec<serde_json::Value> {
+    let suite = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/netconf");
+    let out = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(["eval", "--env", "netconf", "--agent", agent, "--quiet", "--suite"])
+        .arg(&suite)
+        .arg("--out")
+        .arg(dir)
+        .output()
+        .expect("run xtask");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = std::fs::read_to_string(dir.join("episodes.jsonl")).expect("episodes");
+    assert_eq!(lines(&dir.join("episodes.jsonl")), std::fs::read_dir(&suite).expect("suite").count());
+    text.lines().map(|l| serde_json::from_str(l).expect("record")).collect()
+}
+
+fn metric(record: &serde_json::Value, name: &str) -> serde_json::Value {
+    record["metrics"]
+        .as_array()
+        .and_then(|m| m.iter().find(|x| x["name"] == name))
+        .map(|x| x["value"].clone())
+        .unwrap_or_default()
+}
+
+#[test]
+fn the_oracle_passes_every_testcase_and_noop_fails_one_in_every_task() {
+    if !ready("netconf suite") {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    for r in records("oracle", &tmp.path().join("oracle")) {
+        assert_eq!(r["status"], "completed", "{r}");
+        assert_eq!(metric(&r, "checks_passed"), 1.0, "{r}");
+    }
+    for r in records("noop", &tmp.path().join("noop")) {
+        assert_eq!(r["status"], "completed", "{r}");
+        assert!(
+            metric(&r, "checks_passed").as_f64().unwrap_or(1.0) < 1.0,
+            "task {} does not discriminate: {r}",
+            r["task_id"]
+        );
+    }
+}
