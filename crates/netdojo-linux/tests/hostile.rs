@@ -242,10 +242,7 @@ fn corpus() -> Vec<(String, Expect)> {
         refused!("ip route show table ~root", Refusal::ShellMeta { ch: '~', .. }),
         refused!("ip route # ; reboot", Refusal::ShellMeta { ch: '#', .. }),
         refused!("ip 'route;reboot'", Refusal::ShellMeta { ch: ';', .. }),
-        refused!(
-            "nft add rule inet filter input tcp dport { 22, 80 } accept",
-            Refusal::ShellMeta { ch: '{', .. }
-        ),
+        refused!("nft list ruleset > /etc/nftables.conf", Refusal::ShellMeta { ch: '>', .. }),
         refused!("ip route\nreboot", Refusal::LineBreak),
         refused!("ip route\r\nreboot", Refusal::LineBreak),
         // Host files and host-wide state.
@@ -319,6 +316,9 @@ fn corpus() -> Vec<(String, Expect)> {
         contained!("iptables -F"),
         contained!("ip6tables -P FORWARD DROP"),
         contained!("nft flush ruleset"),
+        contained!(
+            "nft add table inet t { chain c { type filter hook input priority 0 ; policy accept ; } }"
+        ),
         contained!("sysctl -w net.ipv4.conf.all.forwarding=1"),
         contained!("sysctl -w net.ipv6.conf.all.forwarding=1"),
         contained!("ip link add dummy0 type dummy"),
