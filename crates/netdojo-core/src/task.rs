@@ -88,8 +88,13 @@ pub struct ConfigTask {
     pub topology: ConfigTopology,
     #[serde(default)]
     pub startup_configs: BTreeMap<String, String>,
+    /// The ground truth in FRRouting's CLI (vtysh, configuration mode), per device.
     #[serde(default)]
     pub ground_truth_configs: BTreeMap<String, Vec<String>>,
+    /// The ground truth in the `linux` dialect (nft, tc, ip), per device: what FRR does not
+    /// do (packet filtering, QoS) is configured on the same router as on any Linux router.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub ground_truth_linux: BTreeMap<String, Vec<String>>,
     #[serde(default)]
     pub ground_truth_reasoning: String,
     #[serde(default)]
@@ -397,6 +402,7 @@ mod tests {
             topology: ConfigTopology { nodes: vec!["R1".into()], links: vec![] },
             startup_configs: [("R2".to_string(), "!".to_string())].into(),
             ground_truth_configs: BTreeMap::new(),
+            ground_truth_linux: BTreeMap::new(),
             ground_truth_reasoning: String::new(),
             testcases: vec![],
         });

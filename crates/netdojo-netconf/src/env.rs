@@ -127,7 +127,12 @@ impl EnvironmentFactory for NetconfFactory {
     }
 
     async fn create(&self, _task: &Task) -> Result<Box<dyn Environment>, EnvError> {
-        Ok(Box::new(NetconfEnv { net: None, initial: BTreeMap::new(), task_id: String::new() }))
+        Ok(Box::new(NetconfEnv {
+            net: None,
+            initial: BTreeMap::new(),
+            initial_linux: BTreeMap::new(),
+            task_id: String::new(),
+        }))
     }
 }
 
@@ -137,6 +142,8 @@ pub struct NetconfEnv {
     net: Option<Network>,
     /// Each device's running configuration right after reset (for the command score).
     initial: BTreeMap<String, String>,
+    /// Each device's Linux-side state (nft ruleset, qdiscs) right after reset.
+    initial_linux: BTreeMap<String, String>,
     task_id: String,
 }
 
@@ -272,6 +279,78 @@ async fn run_linux(ns: &str, line: &str, policy: &exec::Policy) -> Result<String
     Ok(format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
 }
 
+/// Applies Linux-dialect commands through the agent's sandbox (allow-list, no shell, timeout),
+/// in order; a failing or refused command is reported and the next ones still run.
+async fn update_linux(ns: &str, commands: &[String]) -> Result<Vec<CommandResult>, String> {
+    let policy = exec::Policy::default();
+    let mut results = Vec::new();
+    for c in commands {
+        let result = match exec::run_line(ns, c, &policy).await.map_err(|e| e.to_string())? {
+            Err(refusal) => CommandResult { command: c.clone(), status: "error", error: refusal.to_string() },
+            Ok(out) if out.status == Some(0) && !out.timed_out => {
+                CommandResult { command: c.clone(), status: "success", error: String::new() }
+            }
+            Ok(out) => {
+                CommandResult { command: c.clone(), status: "error", error: out.text.trim().to_string() }
+            }
+        };
+        results.push(result);
+    }
+    Ok(results)
+}
+
+/// A Linux command that only reads: `nft list ...`, `tc ... show|ls`, `ip ... show|list` (or
+/// an `ip` object alone), `iptables -L|-S`. Anything else is refused before it runs.
+fn linux_read_only(line: &str) -> Result<exec::Command, String> {
+    let parsed = exec::parse(line).map_err(|r| r.to_string())?;
+    let program = parsed.program().file_name().and_then(|n| n.to_str()).unwrap_or_default();
+    let words: Vec<&str> = parsed.args().iter().map(String::as_str).filter(|a| !a.starts_with('-')).collect();
+    let ok = match program {
+        "nft" => words.first() == Some(&"list"),
+        "tc" => words.get(1).is_some_and(|w| matches!(*w, "show" | "ls" | "list")),
+        "ip" => words.len() == 1 || words.get(1).is_some_and(|w| matches!(*w, "show" | "list" | "get")),
+        "iptables" | "iptables-save" => {
+            program == "iptables-save"
+                || parsed.args().iter().all(|a| {
+                    matches!(
+                        a.as_str(),
+                        "-L" | "-S"
+                            | "-n"
+                            | "-v"
+                            | "-t"
+                            | "filter"
+                            | "nat"
+                            | "mangle"
+                            | "raw"
+                            | "INPUT"
+                            | "OUTPUT"
+                            | "FORWARD"
+                            | "--line-numbers"
+                            | "-x"
+                    )
+                })
+        }
+        _ => false,
+    };
+    if ok {
+        Ok(parsed)
+    } else {
+        Err("execute-cmd runs read-only commands only (nft list, tc ... show, ip ... show, iptables -L); use update-cfg with dialect linux to change the router".into())
+    }
+}
+
+/// The Linux side of a router's configuration, for export: its nftables ruleset and qdiscs.
+async fn linux_state(ns: &str) -> String {
+    let policy = exec::Policy::default();
+    let mut out = String::new();
+    for line in ["nft list ruleset", "tc qdisc show"] {
+        if let Ok(Ok(o)) = exec::run_line(ns, line, &policy).await {
+            out.push_str(&format!("# {line}\n{}", o.text));
+        }
+    }
+    out
+}
+
 fn schema(properties: Value, required: &[&str]) -> Value {
     json!({"type": "object", "properties": properties, "required": required, "additionalProperties": false})
 }
@@ -292,11 +371,17 @@ impl Environment for NetconfEnv {
             ),
             ToolSpec::new(
                 "update-cfg",
-                "Apply configuration commands to one device, in order, in configuration mode (FRRouting \
-                 vtysh syntax). Answers each command with `success` or the device's error; commands \
-                 after a failing one are still applied.",
+                "Apply configuration commands to one device, in order. Dialect `frr` (the default): \
+                 FRRouting vtysh configuration mode (routing, prefix-lists, route-maps). Dialect \
+                 `linux`: nft, tc or ip commands on the router itself (packet filtering, QoS), one \
+                 command each, no shell. Answers each command with `success` or the device's \
+                 error; commands after a failing one are still applied.",
                 schema(
-                    json!({"device": {"type": "string"}, "commands": {"type": "array", "items": {"type": "string"}}}),
+                    json!({
+                        "device": {"type": "string"},
+                        "commands": {"type": "array", "items": {"type": "string"}},
+                        "dialect": {"type": "string", "enum": ["frr", "linux"]}
+                    }),
                     &["device", "commands"],
                 ),
             ),
@@ -322,7 +407,11 @@ impl Environment for NetconfEnv {
         for device in self.devices() {
             if let Some(frr) = self.router(&device) {
                 let running = frr.running_config().await.map_err(|e| self.runtime(e.to_string()))?;
-                self.initial.insert(device, running);
+                self.initial.insert(device.clone(), running);
+            }
+            if let Some(ns) = self.net()?.ns_name(&device) {
+                let linux = linux_state(ns).await;
+                self.initial_linux.insert(device, linux);
             }
         }
         let intents: String = config.intents.iter().map(|i| format!("- {i}\n")).collect();
@@ -389,7 +478,13 @@ impl Environment for NetconfEnv {
                     .and_then(Value::as_array)
                     .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
                     .unwrap_or_default();
-                let results = self.update(frr, &commands).await?;
+                let results = match args.get("dialect").and_then(Value::as_str).unwrap_or("frr") {
+                    "linux" => {
+                        let ns = self.net()?.ns_name(device).map(str::to_string).unwrap_or_default();
+                        update_linux(&ns, &commands).await.map_err(|e| self.runtime(e))?
+                    }
+                    _ => self.update(frr, &commands).await?,
+                };
                 let all_ok = results.iter().all(|r| r.status == "success");
                 let data = json!({"results": results});
                 let mut obs = Observation::ok(call, data.to_string(), Some(data));
@@ -399,6 +494,21 @@ impl Environment for NetconfEnv {
             "execute-cmd" => {
                 let Some(frr) = self.router(device) else { return Ok(unknown()) };
                 let command = args.get("command").and_then(Value::as_str).unwrap_or_default().trim();
+                if args.get("dialect").and_then(Value::as_str) == Some("linux") {
+                    let ns = self.net()?.ns_name(device).map(str::to_string).unwrap_or_default();
+                    return Ok(match linux_read_only(command) {
+                        Err(why) => Observation::error(call, format!("`{command}` refused: {why}")),
+                        Ok(parsed) => {
+                            let out = exec::run(&ns, &parsed, &exec::Policy::default())
+                                .await
+                                .map_err(|e| self.runtime(e.to_string()))?;
+                            let mut obs =
+                                Observation::ok(call, out.text.clone(), Some(json!({"output": out.text})));
+                            obs.ok = out.status == Some(0);
+                            obs
+                        }
+                    });
+                }
                 let read_only =
                     READ_ONLY.iter().any(|p| command == *p || command.starts_with(&format!("{p} ")));
                 if !read_only || command.contains(['\n', '\r']) {
@@ -431,9 +541,16 @@ impl Environment for NetconfEnv {
         let config = config_of(task)?;
         // export-final-cfg
         let mut finals = BTreeMap::new();
+        let mut finals_linux = BTreeMap::new();
         for device in self.devices() {
             if let Some(frr) = self.router(&device) {
-                finals.insert(device, frr.running_config().await.map_err(|e| self.runtime(e.to_string()))?);
+                finals.insert(
+                    device.clone(),
+                    frr.running_config().await.map_err(|e| self.runtime(e.to_string()))?,
+                );
+            }
+            if let Some(ns) = self.net()?.ns_name(&device) {
+                finals_linux.insert(device, linux_state(ns).await);
             }
         }
         // run-testcases, until all pass or the network had time to converge.
@@ -473,7 +590,13 @@ impl Environment for NetconfEnv {
         }
         Ok(Outcome {
             checks,
-            export: json!({"configs": finals, "initial_configs": self.initial, "testcases": testcase_results}),
+            export: json!({
+                "configs": finals,
+                "initial_configs": self.initial,
+                "linux_configs": finals_linux,
+                "initial_linux_configs": self.initial_linux,
+                "testcases": testcase_results,
+            }),
         })
     }
 

@@ -77,6 +77,34 @@ async fn the_ani_answers_per_command_and_refuses_writes_in_execute_cmd() {
         env.execute(&ToolCall::new("get-running-cfg", json!({"device": "R9"}))).await.expect("unknown");
     assert!(!unknown.ok && unknown.content.contains("unknown device `R9`"), "{}", unknown.content);
 
+    // The Linux dialect: nft and tc through the agent sandbox; reads only in execute-cmd.
+    let linux = ToolCall::new(
+        "update-cfg",
+        json!({"device": "R2", "dialect": "linux", "commands": ["nft add table inet t", "nft list ruleset | sh", "ping 1.1.1.1"]}),
+    );
+    let obs = env.execute(&linux).await.expect("linux update");
+    let results = obs.data.expect("results")["results"].clone();
+    let statuses: Vec<&str> =
+        results.as_array().expect("array").iter().map(|r| r["status"].as_str().unwrap_or("")).collect();
+    assert_eq!(statuses, ["success", "error", "error"], "{results}");
+    assert!(results[1]["error"].as_str().unwrap_or("").contains("no shell"), "{results}");
+    let list = ToolCall::new(
+        "execute-cmd",
+        json!({"device": "R2", "dialect": "linux", "command": "nft list ruleset"}),
+    );
+    let obs = env.execute(&list).await.expect("nft list");
+    assert!(obs.ok && obs.content.contains("table inet t"), "{}", obs.content);
+    for write in [
+        "nft flush ruleset",
+        "tc qdisc add dev eth0 root tbf rate 1mbit burst 2kb latency 50ms",
+        "ip link set eth0 down",
+    ] {
+        let call =
+            ToolCall::new("execute-cmd", json!({"device": "R2", "dialect": "linux", "command": write}));
+        let obs = env.execute(&call).await.expect("refused write");
+        assert!(!obs.ok && obs.content.contains("read-only"), "{write}: {}", obs.content);
+    }
+
     // The ground truth makes both testcases pass.
     let gt =
         ToolCall::new("update-cfg", json!({"device": "R1", "commands": ["ip route 2.2.2.2/32 10.0.12.2"]}));

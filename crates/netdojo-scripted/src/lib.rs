@@ -26,13 +26,18 @@ pub fn oracle_plan(task: &Task) -> Vec<ToolCall> {
     let mut plan: Vec<ToolCall> = match &task.kind {
         TaskKind::Constructive { actions, .. } => actions.clone(),
         TaskKind::Reactive { repair, .. } => repair.clone(),
-        TaskKind::Config(config) => config
-            .ground_truth_configs
-            .iter()
-            .map(|(device, commands)| {
+        TaskKind::Config(config) => {
+            let frr = config.ground_truth_configs.iter().map(|(device, commands)| {
                 ToolCall::new("update-cfg", json!({ "device": device, "commands": commands }))
-            })
-            .collect(),
+            });
+            let linux = config.ground_truth_linux.iter().map(|(device, commands)| {
+                ToolCall::new(
+                    "update-cfg",
+                    json!({ "device": device, "commands": commands, "dialect": "linux" }),
+                )
+            });
+            frr.chain(linux).collect()
+        }
     };
     let answer = match &task.kind {
         TaskKind::Constructive { answer, .. } => answer.clone(),
@@ -303,13 +308,18 @@ mod tests {
             startup_configs: Default::default(),
             ground_truth_configs: [("R1".to_string(), vec!["ip route 2.2.2.0/30 192.168.1.2".to_string()])]
                 .into(),
+            ground_truth_linux: [("R1".to_string(), vec!["nft add table inet filter".to_string()])].into(),
             ground_truth_reasoning: String::new(),
             testcases: vec![],
         }));
         let plan = oracle_plan(&t);
         assert_eq!(plan[0].name, "update-cfg");
         assert_eq!(plan[0].arguments["commands"][0], "ip route 2.2.2.0/30 192.168.1.2");
-        assert_eq!(plan[1].name, "finish");
+        assert_eq!(
+            plan[1].arguments["dialect"], "linux",
+            "the Linux-side ground truth follows, in its dialect"
+        );
+        assert_eq!(plan[2].name, "finish");
     }
 
     #[tokio::test]
