@@ -7,7 +7,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result, bail};
 use netdojo::dcgraph::{DcGraphFactory, GraphSource, QueryGenerator};
 use netdojo::linux::routing::{RoutingFactory, RoutingGenerator};
-use netdojo::netconf::NetconfFactory;
+use netdojo::netconf::{NetconfFactory, NetconfGenerator};
 use netdojo::scripted::{NoopFactory, OracleFactory, RandomFactory};
 use netdojo::{AgentFactory, EnvironmentFactory, Scorer, TaskGenerator};
 
@@ -67,7 +67,7 @@ pub fn app(name: &str, options: &EnvOptions) -> Result<App> {
                 .context("environment `netconf`: it runs FRRouting routers in network namespaces")?;
             Ok(App {
                 factory: Arc::new(factory),
-                generator: Arc::new(SuiteOnly("netconf")),
+                generator: Arc::new(NetconfGenerator),
                 scorers: vec![
                     Box::new(netdojo::score::Correctness),
                     Box::new(netdojo::score::CheckRate),
@@ -86,22 +86,4 @@ pub fn agent(name: &str, seed: u64, random_steps: usize) -> Result<Arc<dyn Agent
         "random" => Arc::new(RandomFactory { seed, steps: random_steps }),
         other => bail!("unknown agent `{other}` (known: {})", AGENTS.join(", ")),
     })
-}
-
-/// The generator of an environment that has none yet: it runs suites (`--suite DIR`).
-struct SuiteOnly(&'static str);
-
-impl TaskGenerator for SuiteOnly {
-    fn name(&self) -> &str {
-        self.0
-    }
-    fn generate(&self, _seed: u64, _index: u64) -> Result<netdojo::Task, netdojo::TaskError> {
-        Err(netdojo::TaskError::Generate {
-            generator: self.0.into(),
-            message: format!(
-                "`{}` has no task generator yet: run a suite with --suite (e.g. testdata/{})",
-                self.0, self.0
-            ),
-        })
-    }
 }

@@ -81,6 +81,10 @@ pub struct GenerateArgs {
     /// Output file (JSON lines); `-` for standard output.
     #[arg(long)]
     pub out: PathBuf,
+    /// netconf: do not run each task's ground truth on real FRR before writing it (by default
+    /// a task whose oracle fails a testcase is not emitted: the command fails).
+    #[arg(long)]
+    pub no_validate: bool,
 }
 
 struct Bar {
@@ -244,8 +248,34 @@ pub fn generate(args: GenerateArgs) -> Result<()> {
         Box::new(file)
     };
     let mut out = BufWriter::new(out);
+    // Tasks whose ground truth is checked on a live network before they are written.
+    let validate = args.env == "netconf" && !args.no_validate;
+    let runtime = tokio::runtime::Runtime::new().context("tokio runtime")?;
+    let oracle = Runner {
+        env: app.factory.clone(),
+        agent: apps::agent("oracle", args.seed, 0)?,
+        scorers: Arc::new(app.scorers),
+        budget: Budget::default(),
+        concurrency: 1,
+    };
     for index in 0..args.queries {
         let task = app.generator.generate(args.seed, index)?;
+        if validate {
+            let (record, trajectory) = runtime.block_on(oracle.run_episode(&task));
+            let failed: Vec<String> = trajectory
+                .outcome
+                .as_ref()
+                .map(|o| o.checks.iter().filter(|c| !c.passed).map(|c| c.name.clone()).collect())
+                .unwrap_or_else(|| vec![format!("the episode did not complete: {:?}", record.status)]);
+            if !failed.is_empty() {
+                bail!(
+                    "generated task {} (seed {}, index {index}): its ground truth fails on FRR: {}",
+                    task.id,
+                    args.seed,
+                    failed.join("; ")
+                );
+            }
+        }
         serde_json::to_writer(&mut out, &task)?;
         out.write_all(b"\n")?;
     }
