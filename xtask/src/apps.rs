@@ -7,7 +7,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result, bail};
 use netdojo::dcgraph::{DcGraphFactory, GraphSource, QueryGenerator};
 use netdojo::linux::routing::{RoutingFactory, RoutingGenerator};
-use netdojo::netconf::{NetconfFactory, NetconfGenerator};
+use netdojo::netconf::{CommandScore, NetconfFactory, NetconfGenerator};
 use netdojo::scripted::{NoopFactory, OracleFactory, RandomFactory};
 use netdojo::{AgentFactory, EnvironmentFactory, Scorer, TaskGenerator};
 
@@ -71,6 +71,7 @@ pub fn app(name: &str, options: &EnvOptions) -> Result<App> {
                 scorers: vec![
                     Box::new(netdojo::score::Correctness),
                     Box::new(netdojo::score::CheckRate),
+                    Box::new(CommandScore),
                     Box::new(netdojo::score::Latency),
                 ],
             })

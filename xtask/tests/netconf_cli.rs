@@ -1,5 +1,5 @@
 //! The NetConfBench suite validates itself on real FRR: the oracle (the ground truth) passes
-//! every testcase of every task, and the no-op agent fails at least one in every task: a task
+//! every testcase of every task with command F1 = 1, and the no-op agent fails at least one in every task: a task
 //! that does not discriminate is a broken task.
 
 use std::path::Path;
@@ -57,6 +57,7 @@ fn the_oracle_passes_every_testcase_and_noop_fails_one_in_every_task() {
     for r in records("oracle", &tmp.path().join("oracle")) {
         assert_eq!(r["status"], "completed", "{r}");
         assert_eq!(metric(&r, "checks_passed"), 1.0, "{r}");
+        assert_eq!(metric(&r, "command_f1"), 1.0, "the ground truth's own edits score F1 = 1: {r}");
     }
     for r in records("noop", &tmp.path().join("noop")) {
         assert_eq!(r["status"], "completed", "{r}");

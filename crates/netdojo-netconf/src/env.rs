@@ -574,6 +574,19 @@ impl Environment for NetconfEnv {
             }
             tokio::time::sleep(Duration::from_millis(250)).await;
         }
+        let pair = |frr: &BTreeMap<String, String>,
+                    linux: &BTreeMap<String, String>|
+         -> BTreeMap<String, (String, String)> {
+            frr.iter()
+                .map(|(d, c)| (d.clone(), (c.clone(), linux.get(d).cloned().unwrap_or_default())))
+                .collect()
+        };
+        let command_score = crate::cmdscore::command_score(
+            &pair(&self.initial, &self.initial_linux),
+            &pair(&finals, &finals_linux),
+            &config.ground_truth_configs,
+            &config.ground_truth_linux,
+        );
         let mut checks = Vec::new();
         let mut testcase_results = Vec::new();
         for (i, tc) in config.testcases.iter().enumerate() {
@@ -596,6 +609,7 @@ impl Environment for NetconfEnv {
                 "linux_configs": finals_linux,
                 "initial_linux_configs": self.initial_linux,
                 "testcases": testcase_results,
+                "command_score": command_score,
             }),
         })
     }
