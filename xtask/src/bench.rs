@@ -10,7 +10,8 @@ use crate::apps::{self, EnvOptions};
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct BenchArgs {
-    /// What to measure: dcgraph (query generation) or linux (network build, pingmesh, teardown).
+    /// What to measure: dcgraph (query generation), linux (network build, pingmesh, teardown)
+    /// or netconf (a 4-router OSPF episode on FRR, and the configuration diff).
     pub target: String,
     /// Queries to generate.
     #[arg(long, default_value_t = 1_000_000)]
@@ -20,9 +21,9 @@ pub struct BenchArgs {
     /// Worker threads (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
-    /// linux: runs to take the median of.
-    #[arg(long, default_value_t = 20)]
-    pub runs: usize,
+    /// linux, netconf: runs to take the median of (default 20 for linux, 10 for netconf).
+    #[arg(long)]
+    pub runs: Option<usize>,
 }
 
 pub fn bench(args: BenchArgs) -> Result<()> {
@@ -40,7 +41,8 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     match args.target.as_str() {
         "dcgraph" => dcgraph(&args),
         "linux" => linux(&args),
-        other => bail!("unknown benchmark `{other}` (known: dcgraph, linux)"),
+        "netconf" => netconf(&args),
+        other => bail!("unknown benchmark `{other}` (known: dcgraph, linux, netconf)"),
     }
 }
 
@@ -131,7 +133,7 @@ fn linux(args: &BenchArgs) -> Result<()> {
     use netdojo::linux::routing::layout::Layout;
     use netdojo::score::stats::median;
 
-    let runs = args.runs.max(1);
+    let runs = args.runs.unwrap_or(20).max(1);
     let runtime = tokio::runtime::Runtime::new().context("tokio runtime")?;
     // Back to back, as episodes follow one another in a run. The kernel frees a deleted
     // namespace later, on a work queue that takes the same locks as building one, so each
@@ -225,5 +227,78 @@ fn linux(args: &BenchArgs) -> Result<()> {
              this topology is 2.5 s (install with `apt-get install mininet bridge-utils`)"
         ),
     }
+    Ok(())
+}
+
+/// A 4-router OSPF task on real FRR, episode by episode (start routers, apply the ground
+/// truth, converge, run the testcases, tear down), and the command-score diff on a large
+/// configuration.
+fn netconf(args: &BenchArgs) -> Result<()> {
+    use netdojo::core::runner::{Budget, Runner};
+    use netdojo::netconf::cmdscore;
+    use netdojo::score::stats::median;
+    use netdojo::{TaskGenerator, TaskKind};
+
+    let app = apps::app("netconf", &EnvOptions::default())?;
+    let generator = netdojo::netconf::NetconfGenerator;
+    let task = (0..1000)
+        .filter_map(|i| generator.generate(args.seed, i).ok())
+        .find(|t| t.label == "ospf" && matches!(&t.kind, TaskKind::Config(c) if c.topology.nodes.len() == 4))
+        .context("no 4-router OSPF task among the first 1000 generated")?;
+    let runs = args.runs.unwrap_or(10).max(1);
+    let runner = Runner {
+        env: app.factory.clone(),
+        agent: apps::agent("oracle", args.seed, 0)?,
+        scorers: std::sync::Arc::new(app.scorers),
+        budget: Budget::default(),
+        concurrency: 1,
+    };
+    let runtime = tokio::runtime::Runtime::new().context("tokio runtime")?;
+    let mut walls = Vec::new();
+    for run in 0..runs {
+        let t = Instant::now();
+        let (record, trajectory) = runtime.block_on(runner.run_episode(&task));
+        let solved = trajectory.outcome.as_ref().is_some_and(|o| o.solved());
+        if !solved {
+            bail!("run {run}: {} was not solved by its ground truth ({:?})", task.id, record.status);
+        }
+        walls.push(t.elapsed().as_secs_f64());
+    }
+
+    // The diff: a 50,000-line configuration against itself plus a few changes.
+    let lines = 50_000;
+    let before: String =
+        (0..lines).map(|i| format!("ip route 10.{}.{}.0/24 10.0.0.1\n", i / 256 % 256, i % 256)).collect();
+    let after = format!("{before}router ospf\n network 10.0.0.0/30 area 0\nexit\n");
+    let t = Instant::now();
+    let edits = cmdscore::edits(&cmdscore::parse_frr(&before), &cmdscore::parse_frr(&after));
+    let diff_s = t.elapsed().as_secs_f64();
+    if edits.len() != 2 {
+        bail!("the diff found {} edits instead of 2", edits.len());
+    }
+    let total_lines = (2 * lines + 3) as f64;
+
+    println!("netconf: {} (4 FRR routers, OSPF); median of {runs} episodes (release build)", task.id);
+    println!("  {:<44} {:>12}", "", "measured");
+    println!(
+        "  {:<44} {:>12}",
+        "episode (start, configure, converge, test, stop)",
+        format!("{:.2} s", median(walls.clone()))
+    );
+    println!(
+        "  {:<44} {:>12}",
+        "fastest / slowest episode",
+        format!(
+            "{:.2} / {:.2} s",
+            walls.iter().copied().fold(f64::INFINITY, f64::min),
+            walls.iter().copied().fold(0.0, f64::max)
+        )
+    );
+    println!(
+        "  {:<44} {:>12}",
+        "config diff, 2 x 50,000 lines",
+        format!("{:.0} ms ({:.2} M lines/s)", diff_s * 1000.0, total_lines / diff_s / 1e6)
+    );
+    println!("  (no reference figure is set for these; they are tracked from run to run)");
     Ok(())
 }

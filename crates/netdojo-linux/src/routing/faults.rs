@@ -151,8 +151,7 @@ pub struct DrawnFault {
 }
 
 impl DrawnFault {
-    /// The subnet the fault is aimed at, if it has one (the router-wide methods have none): what a
-    /// later fault of the same task should receive in `avoid`.
+    /// The subnet the fault is aimed at, if it has one (the router-wide methods have none).
     pub fn subnet(&self) -> Option<u8> {
         self.param_u8("subnet")
     }
@@ -203,9 +202,14 @@ pub fn conflicts(earlier: &DrawnFault, later: &DrawnFault) -> bool {
     }
     if e.kind == FaultKind::WrongRoutingTable {
         // The later repair brings k's connected route back by itself, so the earlier repair's
-        // `ip route add` finds it there; or the later fault downs an interface, which takes the
-        // earlier fault's routes through it along, so its repair's `ip route del` finds nothing.
-        if hit(e.k, l.repair_restores_prefix()) || hit(e.k, l.down()) || hit(e.j, l.down()) {
+        // `ip route add` finds it there; or the later fault downs r0-ethj or strips its last
+        // address, and the kernel drops every route through it, so the earlier repair's
+        // `ip route del` finds nothing.
+        if hit(e.k, l.repair_restores_prefix())
+            || hit(e.k, l.down())
+            || hit(e.j, l.down())
+            || hit(e.j, l.strips_addresses())
+        {
             return true;
         }
     }
@@ -228,38 +232,44 @@ impl Footprint {
         Some(Self { kind, method, k: f.subnet(), j: f.other_subnet() })
     }
 
-    fn when(&self, yes: bool, subnet: Option<u8>) -> Option<u8> {
-        if yes { subnet } else { None }
-    }
-
     /// The interface it takes down.
     fn down(&self) -> Option<u8> {
-        self.when(matches!(self.method, Method::IfconfigDown | Method::IpLinkDown), self.k)
+        only(matches!(self.method, Method::IfconfigDown | Method::IpLinkDown), self.k)
     }
 
     /// The subnet whose connected route is missing while the fault is in.
     fn prefix_gone(&self) -> Option<u8> {
         let yes =
             matches!(self.kind, FaultKind::RemoveIp | FaultKind::WrongRoutingTable) || self.down().is_some();
-        self.when(yes, self.k)
+        only(yes, self.k)
     }
 
     /// The subnet whose router address is on no interface while the fault is in (`wrong_mask`
     /// keeps the address, with another mask).
     fn router_addr_gone(&self) -> Option<u8> {
         let yes = matches!(self.method, Method::Flush | Method::RandomIp | Method::DuplicateIp);
-        self.when(yes, self.k)
+        only(yes, self.k)
+    }
+
+    /// The interface left, for a moment at least, without any IPv4 address: every remove_ip
+    /// method deletes the only one first.
+    fn strips_addresses(&self) -> Option<u8> {
+        only(self.kind == FaultKind::RemoveIp, self.k)
     }
 
     /// The subnet whose prefix gets a second metric-0 route, on the wrong interface.
     fn rival_prefix(&self) -> Option<u8> {
-        self.when(self.method == Method::DuplicateIp, self.j)
+        only(self.method == Method::DuplicateIp, self.j)
     }
 
     /// The subnet whose connected route the repair brings back without naming it.
     fn repair_restores_prefix(&self) -> Option<u8> {
-        self.when(self.kind == FaultKind::RemoveIp || self.down().is_some(), self.k)
+        only(self.kind == FaultKind::RemoveIp || self.down().is_some(), self.k)
     }
+}
+
+fn only(yes: bool, subnet: Option<u8>) -> Option<u8> {
+    if yes { subnet } else { None }
 }
 
 /// The MTU of a healthy router interface (veth's default, which the topology keeps).
@@ -302,9 +312,10 @@ pub const TBF_BURST_BYTES: u32 = 64;
 pub const TBF_LIMIT_BYTES: u32 = 64;
 
 /// Draws one fault of `kind` on `layout`. `method`: Some(name) to force a method, None to draw one
-/// uniformly. `avoid`: subnet indices already used by an earlier fault of the same task; draw a
-/// different subnet when one is left (two faults on the same interface can make the second's
-/// commands fail or its repair order matter).
+/// uniformly. `avoid`: subnet indices already used by an earlier fault of the same task (pass
+/// [`DrawnFault::subnets`]); the fault's subnet, and its second subnet if it has one, are drawn
+/// outside it when one is left (two faults on the same interface can make the second's commands
+/// fail or its repair order matter; [`conflicts`] says when they do).
 ///
 /// The same rng state gives the same fault: the rng is consumed in a fixed order (method, subnet,
 /// other subnet, the method's own parameters).
@@ -862,6 +873,71 @@ mod tests {
         assert!(distinct.len() > 5, "{distinct:?}");
     }
 
+    /// Two forced faults on a two-subnet layout: the first on subnet 1, the second's subnet away
+    /// from it (so on 2, with subnet 1 as its second subnet where it has one).
+    fn pair(first: (FaultKind, &str), second: (FaultKind, &str)) -> (DrawnFault, DrawnFault) {
+        let layout = Layout::new(2, 2);
+        let get = |(kind, method): (FaultKind, &str), avoid: &[u8]| {
+            draw(kind, Some(method), &layout, avoid, &mut rng(1)).unwrap_or_else(|e| panic!("{e}"))
+        };
+        let e = get(first, &[2]);
+        assert_eq!(e.subnet().unwrap_or(1), 1);
+        let l = get(second, &e.subnets());
+        (e, l)
+    }
+
+    /// Each case was first seen on a real kernel (inject both, repair last first, compare r0).
+    #[test]
+    fn conflicts_follow_what_the_kernel_refuses() {
+        use FaultKind::*;
+        let cases: [((FaultKind, &str), (FaultKind, &str), bool); 14] = [
+            // Routes through a downed interface cannot be added.
+            ((DisableInterface, "ip_link_down"), (WrongRoutingTable, "wrong_interface"), true),
+            ((DisableInterface, "ifconfig_down"), (WrongRoutingTable, "wrong_gateway"), true),
+            ((DisableInterface, "mtu_too_small"), (WrongRoutingTable, "wrong_gateway"), false),
+            // onlink lets a gateway route through an interface without its address...
+            ((RemoveIp, "flush"), (WrongRoutingTable, "wrong_gateway"), false),
+            ((RemoveIp, "random_ip"), (WrongRoutingTable, "high_metric"), false),
+            // ...but the loop's gateway is the missing address itself.
+            ((RemoveIp, "flush"), (WrongRoutingTable, "loop"), true),
+            ((RemoveIp, "wrong_mask"), (WrongRoutingTable, "loop"), false),
+            // The duplicated prefix is the one the routing fault would rewrite.
+            ((RemoveIp, "duplicate_ip"), (WrongRoutingTable, "wrong_interface"), true),
+            ((DropTraffic, "delay"), (WrongRoutingTable, "loop"), false),
+            ((DisableRouting, "ip_rule_prohibit"), (WrongRoutingTable, "wrong_interface"), false),
+            // A routing fault first: removing the address of its interface drops its routes.
+            ((WrongRoutingTable, "wrong_interface"), (RemoveIp, "flush"), true),
+            ((WrongRoutingTable, "loop"), (DisableInterface, "ip_link_down"), true),
+            ((DisableInterface, "ip_link_down"), (RemoveIp, "duplicate_ip"), false),
+            ((RemoveIp, "flush"), (RemoveIp, "flush"), true),
+        ];
+        for (first, second, expected) in cases {
+            let (e, l) = pair(first, second);
+            assert_eq!(conflicts(&e, &l), expected, "{first:?} then {second:?}: {e:?} {l:?}");
+        }
+    }
+
+    /// The generator's recipe (avoid the first fault's subnets, redraw on conflict) always finds a
+    /// pair quickly, even on two subnets.
+    #[test]
+    fn every_label_has_conflict_free_pairs_on_every_layout() {
+        for subnets in 2..=4 {
+            let layout = Layout::new(subnets, 2);
+            for (label, _, kinds) in LABELS.iter().filter(|l| l.2.len() == 2) {
+                for seed in 0..20 {
+                    let mut r = rng(seed);
+                    let found = (0..50).any(|_| {
+                        let e = draw(kinds[0], None, &layout, &[], &mut r);
+                        let Ok(e) = e else { return false };
+                        let l = draw(kinds[1], None, &layout, &e.subnets(), &mut r);
+                        l.is_ok_and(|l| !conflicts(&e, &l))
+                    });
+                    assert!(found, "{label} on {subnets} subnets, seed {seed}");
+                }
+            }
+        }
+    }
+
     const BINARIES: [&str; 9] =
         ["ip", "ifconfig", "route", "iptables", "nft", "sysctl", "tc", "arp", "ethtool"];
 
@@ -1008,6 +1084,37 @@ mod tmp_dump {
                             }
                         }
                     }
+                }
+            }
+        }
+        std::fs::write(path, out).expect("write");
+    }
+
+    #[test]
+    fn dump_cases() {
+        let Ok(path) = std::env::var("FAULTS_DUMP") else { return };
+        let mut out = String::new();
+        for subnets in 2..=4u8 {
+            let layout = Layout::new(subnets, 2);
+            for (kind, method) in all_methods() {
+                let mut r = rand_chacha::ChaCha8Rng::seed_from_u64(u64::from(subnets));
+                let f = draw(kind, Some(method), &layout, &[], &mut r).expect("draw");
+                out += &serde_json::to_string(&json!({"subnets": subnets, "label": format!("{}/{}", kind.abbrev(), method), "faults": [{"inject": f.inject, "repair": f.repair, "params": f.fault.params}]})).expect("json");
+                out += "\n";
+            }
+            for (label, _, kinds) in LABELS.iter().filter(|l| l.2.len() == 2) {
+                for seed in 0..5u64 {
+                    let mut r = rand_chacha::ChaCha8Rng::seed_from_u64(seed * 77 + u64::from(subnets));
+                    let (e, l) = loop {
+                        let e = draw(kinds[0], None, &layout, &[], &mut r).expect("e");
+                        let l = draw(kinds[1], None, &layout, &e.subnets(), &mut r).expect("l");
+                        if !conflicts(&e, &l) {
+                            break (e, l);
+                        }
+                    };
+                    let fs: Vec<_> = [e, l].iter().map(|f| json!({"inject": f.inject, "repair": f.repair, "params": f.fault.params, "method": f.fault.method})).collect();
+                    out += &serde_json::to_string(&json!({"subnets": subnets, "label": format!("{label}:{}+{}", fs[0]["method"].as_str().unwrap_or(""), fs[1]["method"].as_str().unwrap_or("")), "faults": fs})).expect("json");
+                    out += "\n";
                 }
             }
         }
