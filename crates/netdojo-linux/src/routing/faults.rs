@@ -554,9 +554,8 @@ impl Method {
                 let wrong = format!("10.0.0.{}/24", rng.random_range(RANDOM_IP_HOST));
                 built(
                     vec![format!("ip addr del {addr} dev {ifc}"), format!("ip addr add {wrong} dev {ifc}")],
-                    // The right address goes back before the wrong one leaves: the kernel keeps
-                    // both (they differ in prefix length), so the router's address never
-                    // disappears, and pairs that still reached it stay reachable.
+                    // The right address goes back before the wrong one leaves (an interface holds
+                    // both at once), so no step of the repair cuts pairs that still worked.
                     vec![add_router_addr(k), format!("ip addr del {wrong} dev {ifc}")],
                     json!({"address": addr, "wrong_address": wrong}),
                 )
@@ -631,9 +630,8 @@ impl Method {
                 let wrong = router_addr(j);
                 built(
                     vec![format!("ip addr del {addr} dev {ifc}"), format!("ip addr add {wrong} dev {ifc}")],
-                    // The right address goes back before the wrong one leaves: the kernel keeps
-                    // both (they differ in prefix length), so the router's address never
-                    // disappears, and pairs that still reached it stay reachable.
+                    // The right address goes back before the wrong one leaves (an interface holds
+                    // both at once), so no step of the repair cuts pairs that still worked.
                     vec![add_router_addr(k), format!("ip addr del {wrong} dev {ifc}")],
                     json!({"address": addr, "wrong_address": wrong}),
                 )
@@ -873,9 +871,11 @@ mod tests {
         assert!(distinct.len() > 5, "{distinct:?}");
     }
 
+    type Forced = (FaultKind, &'static str);
+
     /// Two forced faults on a two-subnet layout: the first on subnet 1, the second's subnet away
     /// from it (so on 2, with subnet 1 as its second subnet where it has one).
-    fn pair(first: (FaultKind, &str), second: (FaultKind, &str)) -> (DrawnFault, DrawnFault) {
+    fn pair(first: Forced, second: Forced) -> (DrawnFault, DrawnFault) {
         let layout = Layout::new(2, 2);
         let get = |(kind, method): (FaultKind, &str), avoid: &[u8]| {
             draw(kind, Some(method), &layout, avoid, &mut rng(1)).unwrap_or_else(|e| panic!("{e}"))
@@ -890,7 +890,7 @@ mod tests {
     #[test]
     fn conflicts_follow_what_the_kernel_refuses() {
         use FaultKind::*;
-        let cases: [((FaultKind, &str), (FaultKind, &str), bool); 14] = [
+        let cases: [(Forced, Forced, bool); 14] = [
             // Routes through a downed interface cannot be added.
             ((DisableInterface, "ip_link_down"), (WrongRoutingTable, "wrong_interface"), true),
             ((DisableInterface, "ifconfig_down"), (WrongRoutingTable, "wrong_gateway"), true),
@@ -1040,84 +1040,5 @@ mod tests {
         let f = get(FaultKind::DisableInterface, "mtu_too_small", &[], 0);
         let mtu = f.fault.params["mtu"].as_u64().map(|m| m as u32);
         assert!(mtu.is_some_and(|m| MTU_RANGE.contains(&m)), "{mtu:?}");
-    }
-}
-
-#[cfg(test)]
-mod tmp_dump {
-    use super::*;
-    use rand::SeedableRng;
-    #[test]
-    fn dump_pairs() {
-        let Ok(path) = std::env::var("FAULTS_PAIRS") else { return };
-        let mut out = String::new();
-        let mut seen = std::collections::HashSet::new();
-        for subnets in 2..=3u8 {
-            let layout = Layout::new(subnets, 2);
-            for ek in FaultKind::ALL {
-                for lk in FaultKind::ALL {
-                    if ek == lk {
-                        continue;
-                    }
-                    for em in ek.methods() {
-                        for lm in lk.methods() {
-                            for seed in 0..2u64 {
-                                for use_avoid in [true, false] {
-                                    let mut r = rand_chacha::ChaCha8Rng::seed_from_u64(
-                                        seed + 10 * u64::from(subnets),
-                                    );
-                                    let e = draw(ek, Some(em), &layout, &[], &mut r).expect("e");
-                                    let avoid = if use_avoid { e.subnets() } else { vec![] };
-                                    let l = draw(lk, Some(lm), &layout, &avoid, &mut r).expect("l");
-                                    let key = format!(
-                                        "{subnets}{:?}{:?}{:?}{:?}",
-                                        e.inject, e.repair, l.inject, l.repair
-                                    );
-                                    if !seen.insert(key) {
-                                        continue;
-                                    }
-                                    let c = conflicts(&e, &l);
-                                    out += &serde_json::to_string(&json!({"subnets": subnets, "label": format!("{}/{}>{}/{}", ek.abbrev(), em, lk.abbrev(), lm), "predicted": c,
-                            "faults": [{"inject": e.inject, "repair": e.repair, "params": e.fault.params}, {"inject": l.inject, "repair": l.repair, "params": l.fault.params}]})).expect("json");
-                                    out += "\n";
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        std::fs::write(path, out).expect("write");
-    }
-
-    #[test]
-    fn dump_cases() {
-        let Ok(path) = std::env::var("FAULTS_DUMP") else { return };
-        let mut out = String::new();
-        for subnets in 2..=4u8 {
-            let layout = Layout::new(subnets, 2);
-            for (kind, method) in all_methods() {
-                let mut r = rand_chacha::ChaCha8Rng::seed_from_u64(u64::from(subnets));
-                let f = draw(kind, Some(method), &layout, &[], &mut r).expect("draw");
-                out += &serde_json::to_string(&json!({"subnets": subnets, "label": format!("{}/{}", kind.abbrev(), method), "faults": [{"inject": f.inject, "repair": f.repair, "params": f.fault.params}]})).expect("json");
-                out += "\n";
-            }
-            for (label, _, kinds) in LABELS.iter().filter(|l| l.2.len() == 2) {
-                for seed in 0..5u64 {
-                    let mut r = rand_chacha::ChaCha8Rng::seed_from_u64(seed * 77 + u64::from(subnets));
-                    let (e, l) = loop {
-                        let e = draw(kinds[0], None, &layout, &[], &mut r).expect("e");
-                        let l = draw(kinds[1], None, &layout, &e.subnets(), &mut r).expect("l");
-                        if !conflicts(&e, &l) {
-                            break (e, l);
-                        }
-                    };
-                    let fs: Vec<_> = [e, l].iter().map(|f| json!({"inject": f.inject, "repair": f.repair, "params": f.fault.params, "method": f.fault.method})).collect();
-                    out += &serde_json::to_string(&json!({"subnets": subnets, "label": format!("{label}:{}+{}", fs[0]["method"].as_str().unwrap_or(""), fs[1]["method"].as_str().unwrap_or("")), "faults": fs})).expect("json");
-                    out += "\n";
-                }
-            }
-        }
-        std::fs::write(path, out).expect("write");
     }
 }
