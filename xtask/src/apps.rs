@@ -7,7 +7,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result, bail};
 use netdojo::dcgraph::{DcGraphFactory, GraphSource, QueryGenerator};
 use netdojo::linux::routing::{RoutingFactory, RoutingGenerator};
-use netdojo::netconf::{CommandScore, NetconfFactory, NetconfGenerator};
+use netdojo::netconf::{CommandScore, NetconfFactory, NetconfGenerator, ReasoningScore};
 use netdojo::scripted::{NoopFactory, OracleFactory, RandomFactory};
 use netdojo::{AgentFactory, EnvironmentFactory, Scorer, TaskGenerator};
 
@@ -65,6 +65,9 @@ pub fn app(name: &str, options: &EnvOptions) -> Result<App> {
         "netconf" => {
             let factory = NetconfFactory::new()
                 .context("environment `netconf`: it runs FRRouting routers in network namespaces")?;
+            let model = netdojo::embed::default_dir();
+            let embedder = netdojo::embed::Embedder::load(&model)
+                .context("environment `netconf`: the reasoning score needs its embedding model")?;
             Ok(App {
                 factory: Arc::new(factory),
                 generator: Arc::new(NetconfGenerator),
@@ -72,6 +75,7 @@ pub fn app(name: &str, options: &EnvOptions) -> Result<App> {
                     Box::new(netdojo::score::Correctness),
                     Box::new(netdojo::score::CheckRate),
                     Box::new(CommandScore),
+                    Box::new(ReasoningScore::new(Arc::new(embedder))),
                     Box::new(netdojo::score::Latency),
                 ],
             })

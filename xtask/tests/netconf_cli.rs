@@ -58,6 +58,8 @@ fn the_oracle_passes_every_testcase_and_noop_fails_one_in_every_task() {
         assert_eq!(r["status"], "completed", "{r}");
         assert_eq!(metric(&r, "checks_passed"), 1.0, "{r}");
         assert_eq!(metric(&r, "command_f1"), 1.0, "the ground truth's own edits score F1 = 1: {r}");
+        // The oracle tells the ground-truth reasoning as its own.
+        assert!(metric(&r, "reasoning_concat").as_f64().unwrap_or(0.0) > 0.99, "{r}");
     }
     for r in records("noop", &tmp.path().join("noop")) {
         assert_eq!(r["status"], "completed", "{r}");

@@ -222,6 +222,46 @@ impl NetconfEnv {
             .collect())
     }
 
+    /// The command score: each device's edits (final against initial configuration, FRR and
+    /// Linux sides) against the ground truth's (its commands applied on the initial one).
+    fn command_score(
+        &self,
+        task: &ConfigTask,
+        finals: &BTreeMap<String, String>,
+        finals_linux: &BTreeMap<String, String>,
+    ) -> Result<crate::score::ScoreReport, EnvError> {
+        use crate::config::{Config, ConfigError, Dialect};
+        let parse = |frr: &str, linux: &str| -> Result<Config, EnvError> {
+            let mut c =
+                Config::parse(frr, Dialect::Frr).map_err(|e| self.runtime(format!("running-config: {e}")))?;
+            c.merge(
+                Config::parse(linux, Dialect::Linux)
+                    .map_err(|e| self.runtime(format!("nft/tc state: {e}")))?,
+            );
+            Ok(c)
+        };
+        let mut devices = Vec::new();
+        for (device, frr_final) in finals {
+            let get = |m: &BTreeMap<String, String>| m.get(device).cloned().unwrap_or_default();
+            let initial = parse(&get(&self.initial), &get(&self.initial_linux))?;
+            let final_config = parse(frr_final, &get(finals_linux))?;
+            let mut expected = initial.clone();
+            let truth_err = |e: ConfigError| EnvError::Task {
+                env: ENV.into(),
+                task_id: self.task_id.clone(),
+                message: format!("ground truth of {device}: {e}"),
+            };
+            if let Some(commands) = task.ground_truth_configs.get(device) {
+                expected.apply(commands, Dialect::Frr).map_err(truth_err)?;
+            }
+            if let Some(commands) = task.ground_truth_linux.get(device) {
+                expected.apply(commands, Dialect::Linux).map_err(truth_err)?;
+            }
+            devices.push(crate::score::DeviceEdits::new(device, &initial, &final_config, &expected));
+        }
+        Ok(crate::score::score(&devices))
+    }
+
     /// Runs one testcase's commands; the output is what the expected regex is matched on.
     async fn run_testcase(&self, tc: &Testcase) -> Result<(bool, String), String> {
         let device = tc.device.as_deref().ok_or("the testcase names no device")?;
@@ -574,19 +614,7 @@ impl Environment for NetconfEnv {
             }
             tokio::time::sleep(Duration::from_millis(250)).await;
         }
-        let pair = |frr: &BTreeMap<String, String>,
-                    linux: &BTreeMap<String, String>|
-         -> BTreeMap<String, (String, String)> {
-            frr.iter()
-                .map(|(d, c)| (d.clone(), (c.clone(), linux.get(d).cloned().unwrap_or_default())))
-                .collect()
-        };
-        let command_score = crate::cmdscore::command_score(
-            &pair(&self.initial, &self.initial_linux),
-            &pair(&finals, &finals_linux),
-            &config.ground_truth_configs,
-            &config.ground_truth_linux,
-        );
+        let command_score = self.command_score(config, &finals, &finals_linux)?;
         let mut checks = Vec::new();
         let mut testcase_results = Vec::new();
         for (i, tc) in config.testcases.iter().enumerate() {

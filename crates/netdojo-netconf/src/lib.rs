@@ -2,20 +2,27 @@
 //!
 //! - [`env`]: the environment: routers from a task's topology and startup configurations, the
 //!   Agent-Network Interface (§4.2) as tools, the Task Evaluation Interface (§4.3).
-//! - [`cmdscore`]: the command score: configuration paths, hierarchical diff, wildcards, F1.
+//! - [`config`], [`diff`], [`score`]: configurations as trees (FRR, IOS style, nftables, tc),
+//!   their hierarchical diff with ordered lists, and the command score with consistent
+//!   wildcard renaming of non-essential identifiers.
 //! - [`generate`]: a seeded generator of static-routing and OSPF tasks in the seed's schema.
 
-pub mod cmdscore;
+pub mod config;
+pub mod diff;
 pub mod env;
 pub mod generate;
+pub mod score;
 
 pub use env::{NetconfEnv, NetconfFactory};
 pub use generate::NetconfGenerator;
 
-use netdojo_core::{Metric, Scorer, Task, Trajectory};
+use std::sync::Arc;
+
+use netdojo_core::{Metric, Scorer, Task, TaskKind, Trajectory};
+use netdojo_embed::Embedder;
 
 /// NetConfBench's command score: `command_precision`, `command_recall` and `command_f1` of
-/// the agent's effective edits against the ground truth's ([`cmdscore`]), as `evaluate`
+/// the agent's effective edits against the ground truth's ([`score`]), as `evaluate`
 /// exported them. The testcase score is `netdojo_score::CheckRate` (`checks_passed`).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CommandScore;
@@ -32,5 +39,43 @@ impl Scorer for CommandScore {
             Metric::value("command_recall", value("recall")),
             Metric::value("command_f1", value("f1")),
         ]
+    }
+}
+
+/// NetConfBench's reasoning score: the cosine similarity of the sentence embeddings
+/// (all-MiniLM-L6-v2) of the agent's reasoning and the task's ground-truth reasoning. The seed
+/// condenses a multi-turn trace with an auxiliary LLM first; with none configured the turns'
+/// reasoning is concatenated, and the metric says so by its name: `reasoning_concat`.
+#[derive(Debug, Clone)]
+pub struct ReasoningScore {
+    embedder: Arc<Embedder>,
+}
+
+impl ReasoningScore {
+    pub fn new(embedder: Arc<Embedder>) -> Self {
+        Self { embedder }
+    }
+}
+
+impl Scorer for ReasoningScore {
+    fn name(&self) -> &str {
+        "reasoning_score"
+    }
+    fn score(&self, task: &Task, episode: &Trajectory) -> Vec<Metric> {
+        let TaskKind::Config(config) = &task.kind else { return vec![] };
+        let reasoning: Vec<&str> =
+            episode.steps.iter().map(|s| s.reasoning.trim()).filter(|r| !r.is_empty()).collect();
+        let similarity = if reasoning.is_empty() || config.ground_truth_reasoning.trim().is_empty() {
+            0.0
+        } else {
+            match self.embedder.similarity(&reasoning.join("\n"), &config.ground_truth_reasoning) {
+                Ok(s) => f64::from(s).clamp(0.0, 1.0),
+                Err(e) => {
+                    tracing::warn!("task {}: reasoning score: {e}", task.id);
+                    0.0
+                }
+            }
+        };
+        vec![Metric::value("reasoning_concat", similarity)]
     }
 }

@@ -19,6 +19,9 @@ use serde_json::{Map, Value, json};
 #[derive(Debug, Default)]
 pub struct Oracle {
     plan: std::vec::IntoIter<ToolCall>,
+    /// What the oracle says it reasoned: a configuration task's ground-truth reasoning, told
+    /// once on the first turn (so a reasoning score compares it with itself), else a marker.
+    reasoning: Option<String>,
 }
 
 /// The calls the oracle makes for `task`, `finish` included.
@@ -54,12 +57,22 @@ pub fn oracle_plan(task: &Task) -> Vec<ToolCall> {
 impl Agent for Oracle {
     async fn start(&mut self, episode: &EpisodeStart<'_>) -> Result<(), AgentError> {
         self.plan = oracle_plan(episode.task).into_iter();
+        self.reasoning = match &episode.task.kind {
+            TaskKind::Config(c) if !c.ground_truth_reasoning.is_empty() => {
+                Some(c.ground_truth_reasoning.clone())
+            }
+            _ => None,
+        };
         Ok(())
     }
 
     async fn step(&mut self, _feedback: &[Observation]) -> Result<AgentTurn, AgentError> {
         let calls = self.plan.next().into_iter().collect();
-        Ok(AgentTurn { reasoning: "ground truth".into(), calls, ..AgentTurn::default() })
+        let reasoning = match &mut self.reasoning {
+            Some(r) => std::mem::take(r),
+            None => "ground truth".into(),
+        };
+        Ok(AgentTurn { reasoning, calls, ..AgentTurn::default() })
     }
 }
 

@@ -11,7 +11,7 @@
 //! | `scripted` | `scripted`  | `netdojo-scripted` |
 //! | `dcgraph`  | `dcgraph`   | `netdojo-dcgraph`  |
 //! | `linux`    | `linux`     | `netdojo-linux`    |
-//! | `netconf`  | `netconf`   | `netdojo-netconf`  |
+//! | `netconf`  | `netconf`, `embed` | `netdojo-netconf`, `netdojo-embed` |
 //!
 //! `full` turns every feature on.
 
@@ -20,6 +20,8 @@ pub use netdojo_core::*;
 
 #[cfg(feature = "dcgraph")]
 pub use netdojo_dcgraph as dcgraph;
+#[cfg(feature = "netconf")]
+pub use netdojo_embed as embed;
 #[cfg(feature = "linux")]
 pub use netdojo_linux as linux;
 #[cfg(feature = "netconf")]

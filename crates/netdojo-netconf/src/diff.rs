@@ -1,0 +1,390 @@
+//! The hierarchical diff of two configurations (seed 001 §3.1: the agent's effective edits are
+//! the diff of each device's final configuration against its initial one).
+//!
+//! Siblings are compared by line, each section's children recursively. An added line is an
+//! edit, and so is each line under it (the operator types them all); a removed line is one
+//! edit written as `no LINE` (removing a section removes what is under it), or `LINE` when the
+//! line was itself a negation (`no ipv6 forwarding` disappears when `ipv6 forwarding` is typed).
+//! Lines of `nft` and `tc` trees use the same `no` notation.
+//!
+//! # Order
+//!
+//! Most of a configuration is a set: FRR prints OSPF `network` statements, interface settings
+//! or static routes in its own order whatever order they were typed in, and their meaning does
+//! not depend on it. Lists evaluated top down, first match wins, are different: moving an
+//! entry changes what the list does. These are compared in order:
+//!
+//! - entries of one access-list (`access-list NAME [seq N] ...`, `ipv6 access-list NAME ...`,
+//!   the entries under an IOS `ip access-list standard|extended NAME`),
+//! - entries of one prefix-list (`ip|ipv6 prefix-list NAME [seq N] ...`),
+//! - entries of one as-path list and one community-list (standard, expanded, large, ext),
+//! - the entries of one route-map (`route-map NAME permit|deny N`, with what is under them),
+//! - the rules of one nftables chain.
+//!
+//! An entry's position is its sequence number where it has one and FRR's numbering where it
+//! has none (the highest so far, rounded down to a multiple of 5, plus 5), in list order for
+//! nftables rules. Two entries are the same entry when they are equal without their sequence
+//! numbers, and a list's entries are matched as the longest common subsequence: what is left
+//! was added or removed. Each edit of an ordered entry carries the entry before it
+//! ([`Order::after`]), so that scoring can tell an entry appended after `deny any` from the
+//! same entry inserted before it.
+
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+
+use serde::Serialize;
+
+use crate::config::{Config, Node, effective_seqs, entry};
+
+/// Beyond this many cells, the middle of two long lists is matched greedily instead of by
+/// dynamic programming, so that a pathological list of thousands of reordered entries still
+/// diffs in linear time (with a common subsequence that may not be the longest).
+const LCS_CELLS: usize = 1 << 20;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum Change {
+    Add,
+    Remove,
+}
+
+/// Where an edit sits in an ordered list.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct Order {
+    /// The list: the lines of its context and its name (`access-list 10`, `route-map RM`,
+    /// `rules` in an nftables chain, `entries` under an IOS named access-list).
+    pub group: Vec<String>,
+    /// The entry right before this one, in the configuration the edit belongs to (the final
+    /// one for an addition, the initial one for a removal); `None` for the first entry. Lines
+    /// under a route-map entry carry their entry's.
+    pub after: Option<String>,
+}
+
+/// One command an operator would type to go from the first configuration to the second.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct Edit {
+    pub change: Change,
+    /// The section lines above it, outermost first.
+    pub context: Vec<String>,
+    /// The configuration line added or removed, as the configuration holds it.
+    pub line: String,
+    /// Set for the entries of ordered lists and the lines under them.
+    pub order: Option<Order>,
+}
+
+impl Edit {
+    /// The command as typed: the line, `no LINE` for a removal, or `X` for the removal of a
+    /// `no X` line.
+    pub fn command(&self) -> String {
+        match self.change {
+            Change::Add => self.line.clone(),
+            Change::Remove => match self.line.strip_prefix("no ") {
+                Some(positive) => positive.to_string(),
+                None => format!("no {}", self.line),
+            },
+        }
+    }
+
+    /// The command with its context: `router bgp 65001 > address-family ipv4 unicast > network
+    /// 192.168.1.0/24`.
+    pub fn path(&self) -> String {
+        let mut parts: Vec<String> = self.context.clone();
+        parts.push(self.command());
+        parts.join(" > ")
+    }
+
+    /// Whether the edit is itself an entry of an ordered list (rather than a line under one).
+    pub fn is_entry(&self) -> bool {
+        self.order.as_ref().is_some_and(|o| o.group.len() == self.context.len() + 1)
+    }
+}
+
+impl fmt::Display for Edit {
+    /// The path, and for an ordered entry the entry it follows.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.path())?;
+        match &self.order {
+            Some(order) if self.is_entry() => match &order.after {
+                Some(after) => write!(f, " [after: {after}]"),
+                None => f.write_str(" [first]"),
+            },
+            _ => Ok(()),
+        }
+    }
+}
+
+/// The edits that take `before` to `after`: removals first, then additions and the changes
+/// inside sections, in `after`'s order.
+pub fn diff(before: &Config, after: &Config) -> Vec<Edit> {
+    let mut out = Vec::new();
+    diff_level(&before.nodes, &after.nodes, &mut Vec::new(), None, &mut out);
+    out
+}
+
+fn diff_level(
+    before: &[Node],
+    after: &[Node],
+    context: &mut Vec<String>,
+    inherited: Option<&Order>,
+    out: &mut Vec<Edit>,
+) {
+    let b_entries: Vec<_> = before.iter().map(|n| entry(context, &n.line)).collect();
+    let a_entries: Vec<_> = after.iter().map(|n| entry(context, &n.line)).collect();
+    let edit = |change, line: &str, order: Option<Order>, context: &[String]| Edit {
+        change,
+        context: context.to_vec(),
+        line: line.to_string(),
+        order,
+    };
+
+    // Which `before` node each `after` node continues, and the order of ordered `after` nodes.
+    let mut continues: Vec<Option<usize>> = vec![None; after.len()];
+    let mut a_order: Vec<Option<Order>> = vec![None; after.len()];
+
+    // Sets: pair equal lines, as many times as they occur.
+    let mut unpaired: HashMap<&str, VecDeque<usize>> = HashMap::new();
+    for (j, n) in after.iter().enumerate() {
+        if a_entries[j].is_none() {
+            unpaired.entry(n.line.as_str()).or_default().push_back(j);
+        }
+    }
+    for (i, n) in before.iter().enumerate() {
+        if b_entries[i].is_some() {
+            continue;
+        }
+        match unpaired.get_mut(n.line.as_str()).and_then(VecDeque::pop_front) {
+            Some(j) => continues[j] = Some(i),
+            None => out.push(edit(Change::Remove, &n.line, inherited.cloned(), context)),
+        }
+    }
+
+    // Ordered lists: pair the longest common subsequence of entries.
+    let mut groups: Vec<&str> = Vec::new();
+    for e in b_entries.iter().chain(&a_entries).flatten() {
+        if !groups.contains(&e.group.as_str()) {
+            groups.push(&e.group);
+        }
+    }
+    for group in groups {
+        let members = |entries: &[Option<crate::config::Entry>]| -> Vec<usize> {
+            let idx: Vec<usize> = (0..entries.len())
+                .filter(|&i| entries[i].as_ref().is_some_and(|e| e.group == group))
+                .collect();
+            let seqs = effective_seqs(
+                &idx.iter().map(|&i| entries[i].as_ref().and_then(|e| e.seq)).collect::<Vec<_>>(),
+            );
+            let mut by_seq: Vec<(u64, usize)> = seqs.into_iter().zip(idx).collect();
+            by_seq.sort_by_key(|(seq, _)| *seq);
+            by_seq.into_iter().map(|(_, i)| i).collect()
+        };
+        let (b_list, a_list) = (members(&b_entries), members(&a_entries));
+        let b_keys: Vec<&str> =
+            b_list.iter().map(|&i| b_entries[i].as_ref().map_or("", |e| e.key.as_str())).collect();
+        let a_keys: Vec<&str> =
+            a_list.iter().map(|&i| a_entries[i].as_ref().map_or("", |e| e.key.as_str())).collect();
+        let pairs = common_subsequence(&b_keys, &a_keys);
+        let mut group_path = context.clone();
+        group_path.push(group.to_string());
+        let order = |list: &[usize], nodes: &[Node], k: usize| -> Order {
+            Order { group: group_path.clone(), after: k.checked_sub(1).map(|p| nodes[list[p]].line.clone()) }
+        };
+        let mut b_paired = vec![false; b_list.len()];
+        for &(bk, ak) in &pairs {
+            b_paired[bk] = true;
+            continues[a_list[ak]] = Some(b_list[bk]);
+        }
+        for (bk, paired) in b_paired.iter().enumerate() {
+            if !paired {
+                out.push(edit(
+                    Change::Remove,
+                    &before[b_list[bk]].line,
+                    Some(order(&b_list, before, bk)),
+                    context,
+                ));
+            }
+        }
+        for ak in 0..a_list.len() {
+            a_order[a_list[ak]] = Some(order(&a_list, after, ak));
+        }
+    }
+
+    for (j, n) in after.iter().enumerate() {
+        let order = a_order[j].take().or_else(|| inherited.cloned());
+        let children_before: &[Node] = match continues[j] {
+            Some(i) => &before[i].children,
+            None => {
+                out.push(edit(Change::Add, &n.line, order.clone(), context));
+                &[]
+            }
+        };
+        context.push(n.line.clone());
+        diff_level(children_before, &n.children, context, order.as_ref(), out);
+        context.pop();
+    }
+}
+
+/// Pairs of positions `(in a, in b)` of a common subsequence of `a` and `b`: the longest one,
+/// unless the lists differ in a middle too large for that (see [`LCS_CELLS`]).
+fn common_subsequence(a: &[&str], b: &[&str]) -> Vec<(usize, usize)> {
+    let mut pairs = Vec::new();
+    let mut start = 0;
+    while start < a.len() && start < b.len() && a[start] == b[start] {
+        pairs.push((start, start));
+        start += 1;
+    }
+    let (mut end_a, mut end_b) = (a.len(), b.len());
+    let mut tail = Vec::new();
+    while end_a > start && end_b > start && a[end_a - 1] == b[end_b - 1] {
+        end_a -= 1;
+        end_b -= 1;
+        tail.push((end_a, end_b));
+    }
+    let (ma, mb) = (&a[start..end_a], &b[start..end_b]);
+    if !ma.is_empty() && !mb.is_empty() {
+        let middle =
+            if ma.len().saturating_mul(mb.len()) <= LCS_CELLS { lcs(ma, mb) } else { greedy(ma, mb) };
+        pairs.extend(middle.into_iter().map(|(i, j)| (i + start, j + start)));
+    }
+    pairs.extend(tail.into_iter().rev());
+    pairs
+}
+
+fn lcs(a: &[&str], b: &[&str]) -> Vec<(usize, usize)> {
+    let (n, m) = (a.len(), b.len());
+    let width = m + 1;
+    // table[i * width + j]: the LCS length of a[i..] and b[j..].
+    let mut table = vec![0u32; (n + 1) * width];
+    for i in (0..n).rev() {
+        for j in (0..m).rev() {
+            table[i * width + j] = if a[i] == b[j] {
+                table[(i + 1) * width + j + 1] + 1
+            } else {
+                table[(i + 1) * width + j].max(table[i * width + j + 1])
+            };
+        }
+    }
+    let mut pairs = Vec::new();
+    let (mut i, mut j) = (0, 0);
+    while i < n && j < m {
+        if a[i] == b[j] {
+            pairs.push((i, j));
+            i += 1;
+            j += 1;
+        } else if table[(i + 1) * width + j] >= table[i * width + j + 1] {
+            i += 1;
+        } else {
+            j += 1;
+        }
+    }
+    pairs
+}
+
+/// An increasing matching: each entry of `a` takes the next equal entry of `b` after the last
+/// one taken.
+fn greedy(a: &[&str], b: &[&str]) -> Vec<(usize, usize)> {
+    let mut positions: HashMap<&str, VecDeque<usize>> = HashMap::new();
+    for (j, k) in b.iter().enumerate() {
+        positions.entry(k).or_default().push_back(j);
+    }
+    let mut next = 0;
+    let mut pairs = Vec::new();
+    for (i, k) in a.iter().enumerate() {
+        if let Some(queue) = positions.get_mut(k) {
+            while queue.front().is_some_and(|&j| j < next) {
+                queue.pop_front();
+            }
+            if let Some(j) = queue.pop_front() {
+                pairs.push((i, j));
+                next = j + 1;
+            }
+        }
+    }
+    pairs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Dialect;
+
+    fn frr(text: &str) -> Config {
+        Config::parse(text, Dialect::Frr).expect("parses")
+    }
+
+    fn paths(edits: &[Edit]) -> Vec<String> {
+        edits.iter().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn sets_ignore_order_and_sections_recurse() {
+        let before = frr("router ospf\n network 10.0.0.0/30 area 0\n network 1.1.1.1/32 area 0\nexit\n");
+        let after = frr("router ospf\n network 1.1.1.1/32 area 0\n network 10.0.0.0/30 area 0\nexit\n");
+        assert!(diff(&before, &after).is_empty());
+        let after = frr(
+            "router ospf\n network 1.1.1.1/32 area 0\n redistribute static\nexit\ninterface lo\n ip address 1.1.1.1/32\nexit\n",
+        );
+        assert_eq!(
+            paths(&diff(&before, &after)),
+            [
+                "router ospf > no network 10.0.0.0/30 area 0",
+                "router ospf > redistribute static",
+                "interface lo",
+                "interface lo > ip address 1.1.1.1/32"
+            ]
+        );
+    }
+
+    #[test]
+    fn removing_a_section_is_one_edit_and_removing_a_negation_types_the_positive() {
+        let before = frr("no ipv6 forwarding\nkey chain KC\n key 1\n  key-string s\n exit\nexit\n");
+        let after = frr("!\n");
+        assert_eq!(paths(&diff(&before, &after)), ["ipv6 forwarding", "no key chain KC"]);
+    }
+
+    #[test]
+    fn ordered_lists_compare_in_order_without_sequence_numbers() {
+        let before = frr("access-list 10 seq 5 permit 10.0.0.0/8\naccess-list 10 seq 10 deny any\n");
+        // Renumbered, same order: no change.
+        let renumbered = frr("access-list 10 seq 10 permit 10.0.0.0/8\naccess-list 10 seq 20 deny any\n");
+        assert!(diff(&before, &renumbered).is_empty());
+        // Swapped: an entry moves.
+        let swapped = frr("access-list 10 seq 5 deny any\naccess-list 10 seq 10 permit 10.0.0.0/8\n");
+        assert_eq!(
+            paths(&diff(&before, &swapped)),
+            [
+                "no access-list 10 seq 5 permit 10.0.0.0/8 [first]",
+                "access-list 10 seq 10 permit 10.0.0.0/8 [after: access-list 10 seq 5 deny any]"
+            ]
+        );
+        // Inserted by sequence number, listed out of order: sorted before comparing.
+        let inserted = frr(
+            "access-list 10 seq 10 deny any\naccess-list 10 seq 5 permit 10.0.0.0/8\naccess-list 10 seq 7 permit 1.0.0.0/8\n",
+        );
+        assert_eq!(
+            paths(&diff(&before, &inserted)),
+            ["access-list 10 seq 7 permit 1.0.0.0/8 [after: access-list 10 seq 5 permit 10.0.0.0/8]"]
+        );
+    }
+
+    #[test]
+    fn route_map_entries_carry_their_order_to_their_lines() {
+        let before = frr("route-map RM permit 10\n match ip address prefix-list PL\nexit\n");
+        let after = frr(
+            "route-map RM permit 10\n match ip address prefix-list PL\n set metric 5\nexit\nroute-map RM deny 20\nexit\n",
+        );
+        let edits = diff(&before, &after);
+        assert_eq!(
+            paths(&edits),
+            ["route-map RM permit 10 > set metric 5", "route-map RM deny 20 [after: route-map RM permit 10]"]
+        );
+        assert_eq!(edits[0].order.as_ref().map(|o| o.group.clone()), Some(vec!["route-map RM".to_string()]));
+        assert!(!edits[0].is_entry() && edits[1].is_entry());
+    }
+
+    #[test]
+    fn common_subsequences() {
+        assert_eq!(common_subsequence(&["a", "b", "c"], &["a", "x", "c"]), [(0, 0), (2, 2)]);
+        assert_eq!(lcs(&["b", "a"], &["a", "b"]).len(), 1);
+        assert_eq!(lcs(&["x", "a", "y", "b"], &["a", "b", "z"]), [(1, 0), (3, 1)]);
+        assert_eq!(greedy(&["a", "b", "a"], &["b", "a", "a"]), [(0, 1), (2, 2)]);
+    }
+}
