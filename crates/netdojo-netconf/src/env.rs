@@ -24,8 +24,8 @@ pub const ENV: &str = "netconf";
 /// intent asks for can be configured (vtysh drops commands for a daemon that is not running).
 pub const ROUTER_DAEMONS: [&str; 3] = ["ospfd", "bgpd", "ripd"];
 
-/// How long testcases may take to start passing after the agent finishes (routing protocols
-/// converge after the last change).
+/// How long testcases may take to all pass together after the agent finishes (routing
+/// protocols converge after the last change).
 pub const CONVERGENCE: Duration = Duration::from_secs(10);
 
 /// Words that start a read-only vtysh command. Anything else is refused by `execute-cmd`
@@ -123,7 +123,7 @@ impl EnvironmentFactory for NetconfFactory {
     }
 
     fn config(&self) -> Value {
-        json!({"daemons": ROUTER_DAEMONS, "convergence_s": CONVERGENCE.as_secs()})
+        json!({"daemons": ROUTER_DAEMONS, "dialects": ["frr", "linux"], "convergence_s": CONVERGENCE.as_secs()})
     }
 
     async fn create(&self, _task: &Task) -> Result<Box<dyn Environment>, EnvError> {
@@ -593,23 +593,25 @@ impl Environment for NetconfEnv {
                 finals_linux.insert(device, linux_state(ns).await);
             }
         }
-        // run-testcases, until all pass or the network had time to converge.
+        // run-testcases: every round runs them all, until one round passes them all or the
+        // network had time to converge; the last round is the verdict. A testcase that checks
+        // an absence (a route filtered out) passes trivially before routing converges, so a
+        // pass counts only together with the others, in the same round.
         let start = Instant::now();
-        let mut results: Vec<Option<(bool, String)>> = vec![None; config.testcases.len()];
-        let mut errors: Vec<Option<String>> = vec![None; config.testcases.len()];
+        let mut results: Vec<Option<(bool, String)>>;
+        let mut errors: Vec<Option<String>>;
         loop {
+            results = vec![None; config.testcases.len()];
+            errors = vec![None; config.testcases.len()];
             for (i, tc) in config.testcases.iter().enumerate() {
-                if results[i].as_ref().is_some_and(|(pass, _)| *pass) || errors[i].is_some() {
-                    continue;
-                }
                 match self.run_testcase(tc).await {
                     Ok(r) => results[i] = Some(r),
                     Err(e) => errors[i] = Some(e),
                 }
             }
-            let pending =
-                results.iter().zip(&errors).any(|(r, e)| e.is_none() && !r.as_ref().is_some_and(|(p, _)| *p));
-            if !pending || start.elapsed() >= CONVERGENCE {
+            let all_pass = results.iter().all(|r| r.as_ref().is_some_and(|(p, _)| *p));
+            let broken = errors.iter().any(Option::is_some);
+            if all_pass || broken || start.elapsed() >= CONVERGENCE {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(250)).await;
