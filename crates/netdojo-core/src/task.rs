@@ -336,11 +336,48 @@ pub fn validate_task(task: &Task) -> Result<(), TaskError> {
         return Err(invalid("level", "must be 1 or more"));
     }
     if let TaskKind::Config(config) = &task.kind {
-        for device in config.startup_configs.keys().chain(config.ground_truth_configs.keys()) {
-            if !config.topology.nodes.contains(device) {
+        let known = |d: &str| config.topology.nodes.iter().any(|n| n == d);
+        for (field, devices) in [
+            ("startup_configs", config.startup_configs.keys().collect::<Vec<_>>()),
+            ("ground_truth_configs", config.ground_truth_configs.keys().collect()),
+            ("ground_truth_linux", config.ground_truth_linux.keys().collect()),
+        ] {
+            if let Some(device) = devices.into_iter().find(|d| !known(d)) {
+                return Err(invalid(field, &format!("device `{device}` is not in topology.nodes")));
+            }
+        }
+        for (i, link) in config.topology.links.iter().enumerate() {
+            let field = format!("topology.links[{i}]");
+            let ends: Vec<Vec<&str>> =
+                link.split("<->").map(|side| side.split_whitespace().collect()).collect();
+            let well_formed = ends.len() == 2 && ends.iter().all(|e| e.len() == 2);
+            if !well_formed {
+                return Err(invalid(&field, &format!("`{link}` is not `A eth0 <-> B eth0`")));
+            }
+            if let Some(end) = ends.iter().find(|e| !known(e[0])) {
+                return Err(invalid(&field, &format!("device `{}` is not in topology.nodes", end[0])));
+            }
+        }
+        for (i, tc) in config.testcases.iter().enumerate() {
+            let field = |name: &str| format!("testcases[{i}].{name}");
+            if let Some(device) = &tc.device
+                && !known(device)
+            {
                 return Err(invalid(
-                    "startup_configs/ground_truth_configs",
+                    &field("device"),
                     &format!("device `{device}` is not in topology.nodes"),
+                ));
+            }
+            if let Some(dialect) = &tc.dialect
+                && !matches!(dialect.as_str(), "frr" | "linux")
+            {
+                return Err(invalid(&field("dialect"), &format!("`{dialect}` is not `frr` or `linux`")));
+            }
+            let runnable = tc.device.is_some() && !tc.commands.is_empty() && tc.expected_output.is_some();
+            if !runnable && tc.expected_result.is_none() {
+                return Err(invalid(
+                    &field("expected_output"),
+                    "a testcase needs device, commands and expected_output (§4.3), or expected_result (§4.1)",
                 ));
             }
         }
@@ -352,6 +389,43 @@ pub fn validate_task(task: &Task) -> Result<(), TaskError> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn configuration_tasks_are_checked_field_by_field() {
+        let good = json!({
+            "task_name": "t", "intents": ["i"],
+            "topology": {"nodes": ["R1", "R2"], "links": ["R1 eth0 <-> R2 eth0"]},
+            "testcases": [{"device": "R1", "commands": ["show ip route"], "expected_output": "x"}]
+        });
+        let check = |v: serde_json::Value| {
+            let config: ConfigTask = serde_json::from_value(v).expect("shape");
+            let mut t = task("t1");
+            t.kind = TaskKind::Config(config);
+            validate_task(&t).map_err(|e| e.to_string())
+        };
+        assert_eq!(check(good.clone()), Ok(()));
+        let mut bad = good.clone();
+        bad["topology"]["links"] = json!(["R1 eth0 <-> R9 eth0"]);
+        assert_eq!(
+            check(bad).expect_err("invalid"),
+            "task t1: field `topology.links[0]`: device `R9` is not in topology.nodes"
+        );
+        let mut bad = good.clone();
+        bad["topology"]["links"] = json!(["R1 eth0 -- R2 eth0"]);
+        assert!(check(bad).expect_err("invalid").contains("is not `A eth0 <-> B eth0`"));
+        let mut bad = good.clone();
+        bad["testcases"][0]["dialect"] = json!("ios");
+        assert_eq!(
+            check(bad).expect_err("invalid"),
+            "task t1: field `testcases[0].dialect`: `ios` is not `frr` or `linux`"
+        );
+        let mut bad = good.clone();
+        bad["testcases"][0] = json!({"name": "no way to run it"});
+        assert!(check(bad).expect_err("invalid").contains("testcases[0].expected_output"));
+        let mut bad = good;
+        bad["ground_truth_linux"] = json!({"R3": ["nft add table inet t"]});
+        assert!(check(bad).expect_err("invalid").contains("field `ground_truth_linux`: device `R3`"));
+    }
 
     fn task(id: &str) -> Task {
         Task {
