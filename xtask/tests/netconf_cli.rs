@@ -7,18 +7,7 @@ use std::process::Command;
 
 mod common;
 
-use common::lines;
-
-fn ready(what: &str) -> bool {
-    let root = nix::unistd::geteuid().is_root();
-    let frr = Path::new("/usr/lib/frr/zebra").exists();
-    if root && frr {
-        return true;
-    }
-    assert!(std::env::var_os("CI").is_none(), "{what}: CI must run as root with FRRouting installed");
-    eprintln!("skipping {what}: needs root and FRRouting (apt-get install frr)");
-    false
-}
+use common::{frr_or_skip, lines};
 
 fn records(agent: &str, dir: &Path) -> Vec<serde_json::Value> {
     let suite = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/netconf");
@@ -50,7 +39,7 @@ fn metric(record: &serde_json::Value, name: &str) -> serde_json::Value {
 
 #[test]
 fn the_oracle_passes_every_testcase_and_noop_fails_one_in_every_task() {
-    if !ready("netconf suite") {
+    if !frr_or_skip("netconf suite") {
         return;
     }
     let tmp = tempfile::tempdir().expect("tempdir");

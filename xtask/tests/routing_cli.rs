@@ -7,16 +7,7 @@ use std::time::{Duration, Instant};
 
 mod common;
 
-use common::{lines, rate, rows, summary};
-
-fn root_or_skip(what: &str) -> bool {
-    if nix::unistd::geteuid().is_root() {
-        return true;
-    }
-    assert!(std::env::var_os("CI").is_none(), "{what}: needs root, and CI runs as root");
-    eprintln!("skipping {what}: the routing environment needs root (network namespaces)");
-    false
-}
+use common::{lines, rate, root_or_skip, rows, summary};
 
 fn run(args: &[&str], out: &Path) -> Output {
     let out = Command::new(env!("CARGO_BIN_EXE_xtask")).args(args).arg(out).output().expect("run xtask");

@@ -110,7 +110,7 @@ impl Frr {
         daemons: &[String],
         startup: Option<&str>,
     ) -> Result<Self, FrrError> {
-        if !Path::new(FRR_BIN).join("zebra").exists() {
+        if !crate::preflight::Need::Frr.met() {
             return Err(FrrError::NotInstalled);
         }
         if !valid_hostname(hostname) {

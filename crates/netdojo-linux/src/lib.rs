@@ -7,6 +7,7 @@
 //! - [`pingmesh`]: every host pings every other, in parallel; Mininet's pingall rendering.
 //! - [`frr`]: FRRouting instances for `frr` routers (one per namespace, vtysh inside it).
 //! - [`exec`]: the sandbox that runs an agent's command in one node's namespace.
+//! - [`preflight`]: what the machine must offer (root, FRRouting), asked in one place.
 //! - [`routing`]: the routing application: topology from a seed, fault catalogue, tasks, env.
 
 pub mod exec;
@@ -14,5 +15,6 @@ pub mod frr;
 pub mod netns;
 pub mod network;
 pub mod pingmesh;
+pub mod preflight;
 pub mod routing;
 pub mod topology;

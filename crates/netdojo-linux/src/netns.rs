@@ -65,7 +65,7 @@ static NEXT_EPISODE: AtomicU32 = AtomicU32::new(0);
 impl Episode {
     /// Claims a fresh prefix and writes its marker. Creates no namespace yet.
     pub fn new() -> Result<Self, NetnsError> {
-        if !nix::unistd::geteuid().is_root() {
+        if !crate::preflight::Need::Root.met() {
             return Err(NetnsError::NotRoot);
         }
         fs::create_dir_all(MARKER_DIR).map_err(io_err(MARKER_DIR))?;

@@ -16,6 +16,7 @@ use netdojo_linux::exec;
 use netdojo_linux::frr::Frr;
 use netdojo_linux::netns;
 use netdojo_linux::network::Network;
+use netdojo_linux::preflight::Need;
 use netdojo_linux::topology::{Body, Link, Node, NodeKind, Topology, indexmap_lite::OrderedMap};
 
 pub const ENV: &str = "netconf";
@@ -67,13 +68,7 @@ pub fn topology_of(task: &Task) -> Result<Topology, EnvError> {
                 kind: NodeKind::Frr,
                 interfaces: BTreeMap::new(),
                 routes: vec![],
-                sysctls: [
-                    ("net.ipv6.conf.all.disable_ipv6", "1"),
-                    ("net.ipv6.conf.default.disable_ipv6", "1"),
-                ]
-                .into_iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
+                sysctls: Node::ipv4_only_sysctls(),
                 daemons: ROUTER_DAEMONS.iter().map(|d| d.to_string()).collect(),
                 config: startup,
             },
@@ -97,14 +92,14 @@ pub struct NetconfFactory;
 
 impl NetconfFactory {
     pub fn new() -> Result<Self, EnvError> {
-        if !nix::unistd::geteuid().is_root() {
+        if !Need::Root.met() {
             return Err(EnvError::Unsupported {
                 env: ENV.into(),
                 what: "running without root".into(),
                 why: "every episode builds network namespaces and FRR routers, which needs root".into(),
             });
         }
-        if !std::path::Path::new(netdojo_linux::frr::FRR_BIN).join("zebra").exists() {
+        if !Need::Frr.met() {
             return Err(EnvError::Unsupported {
                 env: ENV.into(),
                 what: "FRRouting".into(),

@@ -1,10 +1,22 @@
-//! Shared by the end-to-end tests: reading a run directory's summary and records.
+//! Shared by the end-to-end tests: what the machine must offer, reading a run directory's
+//! summary and records.
 #![allow(dead_code)]
 
 use std::fs;
 use std::path::Path;
 
+use netdojo::linux::preflight::{self, Need};
 use serde_json::Value;
+
+/// True when a test of a root environment can run, or a printed skip (a failure under CI).
+pub fn root_or_skip(what: &str) -> bool {
+    preflight::ready_or_skip(what, &[Need::Root])
+}
+
+/// The same, for environments of FRR routers.
+pub fn frr_or_skip(what: &str) -> bool {
+    preflight::ready_or_skip(what, &[Need::Root, Need::Frr])
+}
 
 pub fn summary(dir: &Path) -> Value {
     let text = fs::read_to_string(dir.join("summary.json")).expect("summary.json");

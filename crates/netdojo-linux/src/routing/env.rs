@@ -15,6 +15,7 @@ use crate::exec::{self, Policy};
 use crate::netns;
 use crate::network::Network;
 use crate::pingmesh::{self, Matrix};
+use crate::preflight::Need;
 
 const ENV: &str = APPLICATION;
 pub const EXEC_TOOL: &str = "exec";
@@ -36,7 +37,7 @@ pub struct RoutingFactory {
 
 impl RoutingFactory {
     pub fn new(options: RoutingOptions) -> Result<Self, EnvError> {
-        if !nix::unistd::geteuid().is_root() {
+        if !Need::Root.met() {
             return Err(EnvError::Unsupported {
                 env: ENV.into(),
                 what: "running without root".into(),

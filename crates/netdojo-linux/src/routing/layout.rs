@@ -10,7 +10,7 @@ use std::net::Ipv4Addr;
 use serde::{Deserialize, Serialize};
 
 use crate::topology::indexmap_lite::OrderedMap;
-use crate::topology::{Body, Link, Node, NodeKind, Route, Topology};
+use crate::topology::{Body, IPV4_ONLY, Link, Node, NodeKind, Route, Topology};
 
 /// The router's name.
 pub const ROUTER: &str = "r0";
@@ -73,17 +73,6 @@ impl Layout {
     }
 }
 
-/// The application is IPv4 (§C): IPv6 is off in every node, so the agent's `ip addr` shows
-/// what matters, and no interface spends time on IPv6 address configuration (link-local
-/// addresses, duplicate address detection), which halves the cost of building and deleting
-/// a network.
-const IPV4_ONLY: [(&str, &str); 2] =
-    [("net.ipv6.conf.all.disable_ipv6", "1"), ("net.ipv6.conf.default.disable_ipv6", "1")];
-
-fn ipv4_only() -> std::collections::BTreeMap<String, String> {
-    IPV4_ONLY.into_iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
-}
-
 impl Layout {
     /// The layout as a topology: `r0` (router), one bridge per subnet, hosts with a default
     /// route via the router. Switch ports are `s{i}-eth1` (to the router), `s{i}-eth2`... (hosts).
@@ -98,7 +87,7 @@ impl Layout {
         let sysctls =
             [("net.ipv4.conf.all.send_redirects", "0"), ("net.ipv4.conf.default.send_redirects", "0")]
                 .into_iter()
-                .chain(IPV4_ONLY)
+                .chain(IPV4_ONLY) // the application is IPv4 (§C)
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect();
         nodes.push((
@@ -119,7 +108,7 @@ impl Layout {
                     kind: NodeKind::Bridge,
                     interfaces: Default::default(),
                     routes: vec![],
-                    sysctls: ipv4_only(),
+                    sysctls: Node::ipv4_only_sysctls(),
                     daemons: vec![],
                     config: None,
                 },
@@ -149,7 +138,7 @@ impl Layout {
                         kind: NodeKind::Host,
                         interfaces,
                         routes,
-                        sysctls: ipv4_only(),
+                        sysctls: Node::ipv4_only_sysctls(),
                         daemons: vec![],
                         config: None,
                     },

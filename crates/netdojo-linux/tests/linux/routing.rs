@@ -1,7 +1,7 @@
 //! The §C.2 fault catalogue on real networks: every method of every error type breaks
 //! reachability, and its repair restores all of it without any repair step breaking a pair.
 
-mod common;
+use crate::common;
 
 use futures::future::join_all;
 use netdojo_core::{EnvironmentFactory, Task, TaskKind, ToolCall};

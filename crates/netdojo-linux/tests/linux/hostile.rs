@@ -12,7 +12,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-mod common;
+use crate::common;
 
 use netdojo_linux::exec::{self, ExecError, Output, Policy, Refusal};
 use netdojo_linux::netns::{self, Episode};

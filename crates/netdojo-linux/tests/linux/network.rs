@@ -1,6 +1,6 @@
 //! The emulator on real namespaces: build, readiness, pingmesh, teardown, sweep.
 
-mod common;
+use crate::common;
 
 use std::time::Instant;
 

@@ -6,18 +6,12 @@ use std::path::Path;
 
 use netdojo_core::task::StaticSuite;
 use netdojo_core::{EnvironmentFactory, TaskSource, ToolCall};
+use netdojo_linux::preflight::{self, Need};
 use netdojo_netconf::NetconfFactory;
 use serde_json::json;
 
 fn ready(what: &str) -> bool {
-    let root = nix::unistd::geteuid().is_root();
-    let frr = Path::new(netdojo_linux::frr::FRR_BIN).join("zebra").exists();
-    if root && frr {
-        return true;
-    }
-    assert!(std::env::var_os("CI").is_none(), "{what}: CI must run as root with FRRouting installed");
-    eprintln!("skipping {what}: needs root and FRRouting (apt-get install frr)");
-    false
+    preflight::ready_or_skip(what, &[Need::Root, Need::Frr])
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -2,7 +2,7 @@
 //! behind them reach each other, vtysh shows each router's own name, and nothing of FRR is
 //! left after teardown.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 
@@ -10,21 +10,6 @@ use netdojo_linux::frr;
 use netdojo_linux::network::Network;
 use netdojo_linux::pingmesh::Options;
 use netdojo_linux::topology::Topology;
-
-fn frr_or_skip(what: &str) -> bool {
-    if !common::root_or_skip(what) {
-        return false;
-    }
-    if std::path::Path::new(frr::FRR_BIN).join("zebra").exists() {
-        return true;
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "{what}: FRRouting must be installed in CI (apt-get install frr)"
-    );
-    eprintln!("skipping {what}: FRRouting is not installed (apt-get install frr)");
-    false
-}
 
 fn router(id: u8, lan: &str) -> String {
     format!(
@@ -55,7 +40,7 @@ topology:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ospf_routers_connect_their_lans_and_leave_nothing_behind() {
-    if !frr_or_skip("frr ospf") {
+    if !common::frr_or_skip("frr ospf") {
         return;
     }
     let (mut net, times) = Network::build(topology()).await.expect("build");

@@ -1,6 +1,6 @@
 //! Configuration trees, diffs and the command score on real FRR 8.4.4 and nftables output.
 //!
-//! `tests/data/*.conf` are `show running-config` of FRR 8.4.4 (Debian) in a network namespace
+//! `data/*.conf` are `show running-config` of FRR 8.4.4 (Debian) in a network namespace
 //! after the `*.cmds` next to them were typed into vtysh: `frr84-initial` after `base.cmds`,
 //! `frr84-truth` after `base.cmds` + `task.cmds`, `frr84-renamed` after `base.cmds` +
 //! `renamed.cmds` (the same intent with other names, sequence numbers and order),
