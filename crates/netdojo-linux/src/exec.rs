@@ -276,6 +276,19 @@ pub fn parse(line: &str) -> Result<Command, Refusal> {
     parse_with(line, resolve)
 }
 
+/// A command of the operator's own (a task file's testcase, such as `ping -c 1 10.0.0.2`), split
+/// without a shell and resolved in [`BIN_DIRS`] but not held to the agent's allow-list: it must
+/// never carry anything an agent wrote. It still runs through [`run`], so it is contained in
+/// its node's namespace with the same time limit and output cap.
+pub fn trusted(line: &str) -> Result<Command, Refusal> {
+    let words = split(line.trim_ascii())?;
+    let Some((program, args)) = words.split_first() else {
+        return Err(Refusal::Empty);
+    };
+    let path = resolve(program).ok_or_else(|| Refusal::NotInstalled { program: program.clone() })?;
+    Ok(Command { program: path, args: args.to_vec() })
+}
+
 /// [`parse`] with the program lookup passed in, so the checks can be tested without the tools.
 fn parse_with(line: &str, resolve: impl Fn(&str) -> Option<PathBuf>) -> Result<Command, Refusal> {
     if line.len() > MAX_LINE {

@@ -171,6 +171,35 @@ impl NetconfEnv {
             .unwrap_or_default()
     }
 
+    /// Every device's FRR running configuration and Linux state (nftables ruleset, qdiscs),
+    /// read from all devices at once: both are read at reset and again at evaluation.
+    async fn export(&self) -> Result<(BTreeMap<String, String>, BTreeMap<String, String>), EnvError> {
+        let net = self.net()?;
+        let reads = self.devices().into_iter().map(|device| async move {
+            let frr = match net.frr(&device) {
+                Some(frr) => Some(frr.running_config().await.map_err(|e| e.to_string())?),
+                None => None,
+            };
+            let linux = match net.ns_name(&device) {
+                Some(ns) => Some(linux_state(ns).await),
+                None => None,
+            };
+            Ok::<_, String>((device, frr, linux))
+        });
+        let mut configs = BTreeMap::new();
+        let mut linux_states = BTreeMap::new();
+        for read in futures::future::join_all(reads).await {
+            let (device, frr, linux) = read.map_err(|e| self.runtime(e))?;
+            if let Some(config) = frr {
+                configs.insert(device.clone(), config);
+            }
+            if let Some(state) = linux {
+                linux_states.insert(device, state);
+            }
+        }
+        Ok((configs, linux_states))
+    }
+
     /// Applies `commands` in configuration mode, in order. Every command is tried: a failing
     /// one is reported with the device's own error text and the ones after it still apply, as
     /// when a configuration is pasted into a router (vtysh `-f`).
@@ -298,20 +327,12 @@ impl NetconfEnv {
     }
 }
 
-/// Runs a testcase's Linux command (trusted: it comes from the task file) in the device's
-/// namespace, without a shell, with a timeout. `ping` is allowed here, unlike for agents.
+/// Runs a testcase's Linux command (trusted: it comes from the task file, so `ping` is allowed
+/// here, unlike for agents) in the device's namespace, with the sandbox's limits.
 async fn run_linux(ns: &str, line: &str, policy: &exec::Policy) -> Result<String, String> {
-    let argv = shlex::split(line).ok_or_else(|| format!("`{line}`: unbalanced quotes"))?;
-    let Some((program, args)) = argv.split_first() else { return Err("empty command".into()) };
-    let mut cmd = tokio::process::Command::new("ip");
-    cmd.args(["netns", "exec", ns, "timeout", "-s", "KILL"])
-        .arg(policy.timeout.as_secs().max(1).to_string())
-        .arg(program)
-        .args(args)
-        .stdin(std::process::Stdio::null())
-        .kill_on_drop(true);
-    let out = cmd.output().await.map_err(|e| format!("`{line}`: {e}"))?;
-    Ok(format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
+    let command = exec::trusted(line).map_err(|e| format!("`{line}`: {e}"))?;
+    let out = exec::run(ns, &command, policy).await.map_err(|e| format!("`{line}`: {e}"))?;
+    Ok(out.text)
 }
 
 /// Applies Linux-dialect commands through the agent's sandbox (allow-list, no shell, timeout),
@@ -376,10 +397,12 @@ fn linux_read_only(line: &str) -> Result<exec::Command, String> {
 
 /// The Linux side of a router's configuration, for export: its nftables ruleset and qdiscs.
 async fn linux_state(ns: &str) -> String {
+    const READS: [&str; 2] = ["nft list ruleset", "tc qdisc show"];
     let policy = exec::Policy::default();
+    let outputs = futures::future::join_all(READS.map(|line| exec::run_line(ns, line, &policy))).await;
     let mut out = String::new();
-    for line in ["nft list ruleset", "tc qdisc show"] {
-        if let Ok(Ok(o)) = exec::run_line(ns, line, &policy).await {
+    for (line, output) in READS.into_iter().zip(outputs) {
+        if let Ok(Ok(o)) = output {
             out.push_str(&format!("# {line}\n{}", o.text));
         }
     }
@@ -439,16 +462,7 @@ impl Environment for NetconfEnv {
             .await
             .map_err(|e| EnvError::Setup { env: ENV.into(), message: e.to_string() })?;
         self.net = Some(net);
-        for device in self.devices() {
-            if let Some(frr) = self.router(&device) {
-                let running = frr.running_config().await.map_err(|e| self.runtime(e.to_string()))?;
-                self.initial.insert(device.clone(), running);
-            }
-            if let Some(ns) = self.net()?.ns_name(&device) {
-                let linux = linux_state(ns).await;
-                self.initial_linux.insert(device, linux);
-            }
-        }
+        (self.initial, self.initial_linux) = self.export().await?;
         let intents: String = config.intents.iter().map(|i| format!("- {i}\n")).collect();
         Ok(format!(
             "You are a network engineer. Configure the routers of this network (FRRouting, vtysh \
@@ -575,19 +589,7 @@ impl Environment for NetconfEnv {
     async fn evaluate(&mut self, task: &Task, _answer: Option<&Value>) -> Result<Outcome, EnvError> {
         let config = config_of(task)?;
         // export-final-cfg
-        let mut finals = BTreeMap::new();
-        let mut finals_linux = BTreeMap::new();
-        for device in self.devices() {
-            if let Some(frr) = self.router(&device) {
-                finals.insert(
-                    device.clone(),
-                    frr.running_config().await.map_err(|e| self.runtime(e.to_string()))?,
-                );
-            }
-            if let Some(ns) = self.net()?.ns_name(&device) {
-                finals_linux.insert(device, linux_state(ns).await);
-            }
-        }
+        let (finals, finals_linux) = self.export().await?;
         // run-testcases: every round runs them all, until one round passes them all or the
         // network had time to converge; the last round is the verdict. A testcase that checks
         // an absence (a route filtered out) passes trivially before routing converges, so a
