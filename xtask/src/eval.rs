@@ -248,19 +248,23 @@ pub fn generate(args: GenerateArgs) -> Result<()> {
         Box::new(file)
     };
     let mut out = BufWriter::new(out);
-    // Tasks whose ground truth is checked on a live network before they are written.
-    let validate = args.env == "netconf" && !args.no_validate;
-    let runtime = tokio::runtime::Runtime::new().context("tokio runtime")?;
-    let oracle = Runner {
-        env: app.factory.clone(),
-        agent: apps::agent("oracle", args.seed, 0)?,
-        scorers: Arc::new(app.scorers),
-        budget: Budget::default(),
-        concurrency: 1,
+    // Tasks whose ground truth is checked on a live network before they are written: the
+    // oracle plays it and every testcase must pass (no scorer needed for that).
+    let validator = if args.env == "netconf" && !args.no_validate {
+        let oracle = Runner {
+            env: app.factory.clone(),
+            agent: apps::agent("oracle", args.seed, 0)?,
+            scorers: Arc::new(Vec::new()),
+            budget: Budget::default(),
+            concurrency: 1,
+        };
+        Some((tokio::runtime::Runtime::new().context("tokio runtime")?, oracle))
+    } else {
+        None
     };
     for index in 0..args.queries {
         let task = app.generator.generate(args.seed, index)?;
-        if validate {
+        if let Some((runtime, oracle)) = &validator {
             let (record, trajectory) = runtime.block_on(oracle.run_episode(&task));
             let failed: Vec<String> = trajectory
                 .outcome
