@@ -88,13 +88,13 @@ impl Network {
         let mut nodes = HashMap::new();
         let mut connections = Vec::new();
         let mesh = topology.mesh_targets();
+        let mut inits = Vec::new();
         for (name, node) in topology.nodes() {
             let kind = node.kind;
             let sysctls = node.sysctls.clone();
             let in_mesh = mesh.iter().any(|(n, _)| n == name);
             let rt = runtime.clone();
-            let node_name = name.to_string();
-            let (ns, made) = episode.create_with(name, move || -> Result<_, String> {
+            inits.push((name.to_string(), move || -> Result<_, String> {
                 let _guard = rt.enter();
                 let (conn, handle, _) =
                     rtnetlink::new_connection().map_err(|e| format!("netlink socket: {e}"))?;
@@ -112,7 +112,10 @@ impl Network {
                     None
                 };
                 Ok((conn, handle, socket))
-            })?;
+            }));
+        }
+        let names: Vec<String> = inits.iter().map(|(n, _)| n.clone()).collect();
+        for (node_name, (ns, made)) in names.into_iter().zip(episode.create_all(inits)?) {
             let (conn, rtnl, socket) =
                 made.map_err(|message| NetworkError::Build { what: node_name.clone(), message })?;
             connections.push(tokio::spawn(conn));
@@ -361,9 +364,10 @@ impl Network {
     /// Interfaces not yet operationally up: all of them (`strict`, at build time) or only
     /// those that are administratively up with carrier.
     async fn unsettled(&self, strict: bool) -> Result<Vec<String>, NetworkError> {
-        let mut down = Vec::new();
-        for (name, _) in self.topology.nodes() {
+        // Every node's links are listed at once: one dump per namespace, on its own socket.
+        let dumps = self.topology.nodes().map(|(name, _)| async move {
             let ns = self.node(name)?;
+            let mut down = Vec::new();
             let mut links = ns.rtnl.link().get().execute();
             while let Some(msg) = links.try_next().await.map_err(build_err(format!("{name}: list links")))? {
                 let mut ifname = String::new();
@@ -388,8 +392,9 @@ impl Network {
                     down.push(format!("{name}:{ifname} ({state:?})"));
                 }
             }
-        }
-        Ok(down)
+            Ok::<_, NetworkError>(down)
+        });
+        Ok(try_join_all(dumps).await?.concat())
     }
 
     /// Runs one pingmesh over the hosts and routers.
