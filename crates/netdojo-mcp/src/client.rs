@@ -1,0 +1,1 @@
+//! An MCP client as a netdojo environment (to do).
