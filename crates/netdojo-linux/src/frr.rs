@@ -248,7 +248,9 @@ impl Frr {
             .await
             .map_err(|_| FrrError::Timeout { router: self.router.clone(), timeout })?
             .map_err(|source| FrrError::Io { router: self.router.clone(), what: "vtysh".into(), source })?;
-        if out.status.code() == Some(137) || out.status.code() == Some(124) {
+        // `timeout -s KILL` ends with its child's signal: killed, not an exit status.
+        let killed = std::os::unix::process::ExitStatusExt::signal(&out.status) == Some(9);
+        if killed || out.status.code() == Some(137) || out.status.code() == Some(124) {
             return Err(FrrError::Timeout { router: self.router.clone(), timeout });
         }
         Ok(VtyshOutput {

@@ -131,32 +131,29 @@ fn check_reachable(device: &str, out: &VtyshOutput) -> Result<(), NetError> {
     Ok(())
 }
 
-/// A configuration as compared after a restore: without the banner, comments, and stanzas
-/// that hold nothing (frr-reload.py leaves `interface X` / `exit` behind when it removes the
-/// last line of an interface).
+/// A configuration as compared after a restore: its blocks (a top-level line with the lines
+/// under it), in a stable order, without the banner, comments, `end`, and blocks that hold
+/// nothing (frr-reload.py leaves `interface X` / `exit` behind when it removes the last line of
+/// an interface). FRR prints blocks in its own order; a backup may have them in any.
 pub fn normalize(config: &str) -> Vec<String> {
-    let lines: Vec<&str> = config
-        .lines()
-        .map(str::trim_end)
-        .filter(|l| {
-            !l.is_empty()
-                && *l != "!"
-                && !l.starts_with("Building configuration")
-                && !l.starts_with("Current configuration")
-        })
-        .collect();
-    let mut out: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < lines.len() {
-        let line = lines[i];
-        let opens = !line.starts_with(' ') && lines.get(i + 1).is_some_and(|n| *n == "exit");
-        if opens {
-            i += 2;
+    let mut blocks: Vec<Vec<&str>> = Vec::new();
+    for line in config.lines().map(str::trim_end) {
+        if line.is_empty()
+            || line == "!"
+            || line == "end"
+            || line.starts_with("Building configuration")
+            || line.starts_with("Current configuration")
+        {
             continue;
         }
-        out.push(line.to_string());
-        i += 1;
+        match blocks.last_mut() {
+            Some(block) if line.starts_with(' ') || line == "exit" => block.push(line),
+            _ => blocks.push(vec![line]),
+        }
     }
+    let mut out: Vec<String> =
+        blocks.into_iter().filter(|b| !(b.len() == 2 && b[1] == "exit")).map(|b| b.join("\n")).collect();
+    out.sort();
     out
 }
 
@@ -206,6 +203,11 @@ impl Device {
 
     pub fn settings(&self) -> Settings {
         self.settings
+    }
+
+    /// The device's network namespace, while the episode lives.
+    pub fn namespace(&self) -> Option<String> {
+        self.net.upgrade()?.ns_name(&self.name).map(str::to_string)
     }
 
     /// The YANG modules the device's daemons implement.
@@ -661,10 +663,12 @@ mod tests {
     #[test]
     fn normalize_drops_the_banner_and_empty_stanzas() {
         let a = "Building configuration...\n\nCurrent configuration:\n!\nhostname R1\n!\ninterface eth0\nexit\n!\nip route 1.0.0.0/8 lo\nend\n";
-        let b = "!\nhostname R1\nip route 1.0.0.0/8 lo\n!\nend\n";
+        let b = "!\nip route 1.0.0.0/8 lo\nhostname R1\n!\nend\n";
         assert_eq!(normalize(a), normalize(b));
         let c = "interface eth0\n ip address 10.0.0.1/24\nexit\n";
-        assert_eq!(normalize(c), ["interface eth0", " ip address 10.0.0.1/24", "exit"]);
+        assert_eq!(normalize(c), ["interface eth0\n ip address 10.0.0.1/24\nexit"]);
+        let d = "interface eth0\n ip address 10.0.0.2/24\nexit\n";
+        assert_ne!(normalize(c), normalize(d));
     }
 
     #[test]
