@@ -661,3 +661,84 @@ mod python_sdk {
         http.finish().await;
     }
 }
+
+mod client {
+    use super::common::*;
+    use netdojo_core::{Environment, ToolCall};
+    use netdojo_mcp::client::McpEnvironment;
+    use netdojo_mcp::{Role, Settings};
+    use rmcp::model::ReadResourceRequestParams;
+    use serde_json::json;
+
+    /// netdojo-mcp's own client as an Environment, against a served episode: the tools, a
+    /// call, an error with its code, resources, and the remote verdict at evaluate.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn an_mcp_server_is_an_environment_through_the_client() {
+        if !ready("MCP client") {
+            return;
+        }
+        let task = task("static-route");
+        let http = http(task.clone(), Settings::default(), Role::Operator).await;
+
+        // Resources, paged route table.
+        let raw = client(&http.url("/mcp/R1")).await;
+        let read = raw
+            .read_resource(ReadResourceRequestParams::new("network:///routing/ipv4/route-table"))
+            .await
+            .expect("read");
+        let text = match &read.contents[0] {
+            rmcp::model::ResourceContents::TextResourceContents { text, mime_type, .. } => {
+                assert_eq!(mime_type.as_deref(), Some("application/json"));
+                text.clone()
+            }
+            other => panic!("text expected: {other:?}"),
+        };
+        let table: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+        assert!(
+            table["routes"].as_array().is_some_and(|r| r.iter().any(|r| r["prefix"] == "10.0.12.0/30")),
+            "{table}"
+        );
+        let iface = raw
+            .read_resource(ReadResourceRequestParams::new("network:///interface/eth0"))
+            .await
+            .expect("read");
+        match &iface.contents[0] {
+            rmcp::model::ResourceContents::TextResourceContents { text, mime_type, .. } => {
+                assert_eq!(mime_type.as_deref(), Some("application/yang-data+json"));
+                assert!(text.contains("\"eth0\""), "{text}");
+            }
+            other => panic!("text expected: {other:?}"),
+        }
+        let prompts = raw.list_all_prompts().await.expect("prompts");
+        let names: Vec<&str> = prompts.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["network.troubleshoot.ping-fail", "network.config.add-vlan", "network.security.audit"]
+        );
+
+        let mut env = McpEnvironment::connect_http(&http.url("/mcp")).await.expect("connects");
+        assert_eq!(env.network_capability().expect("network")["supportsRollback"], true);
+        let names: Vec<String> = env.tools().into_iter().map(|t| t.name).collect();
+        assert_eq!(names.len(), 8, "{names:?}");
+        let brief = env.reset(&task).await.expect("reset");
+        assert!(brief.contains("R1") && brief.contains("2.2.2.2/32"), "{brief}");
+        let obs = env
+            .execute(&ToolCall::new("network.cli.exec", json!({"device": "R1", "command": "show ip route"})))
+            .await
+            .expect("exec");
+        assert!(obs.ok && obs.content.contains("10.0.12.0/30"), "{obs:?}");
+        let refused = env
+            .execute(&ToolCall::new("network.cli.exec", json!({"device": "R1", "command": "write memory"})))
+            .await
+            .expect("exec");
+        assert!(
+            !refused.ok && refused.data.as_ref().is_some_and(|d| d["error"]["code"] == -32602),
+            "{refused:?}"
+        );
+        let outcome = env.evaluate(&task, None).await.expect("evaluate");
+        assert_eq!(outcome.checks.len(), 1);
+        assert!(!outcome.checks[0].passed, "nothing was configured: {outcome:?}");
+        env.close().await.expect("close");
+        http.finish().await.expect("finished");
+    }
+}
