@@ -247,3 +247,28 @@ pub async fn dispatch(devices: &Devices, tool: &str, args: &Value) -> Result<Val
         other => Err(NetError::InvalidParams(format!("unknown tool `{other}`"))),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tools_of_a_device_and_of_the_network() {
+        let settings = Settings::default();
+        let device = tool_specs(&Scope::Device("R1".into()), &settings);
+        assert_eq!(device.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), NETWORK_TOOLS);
+        insta::assert_json_snapshot!("tools_device", device);
+        let network = tool_specs(&Scope::Network(vec!["R1".into(), "R2".into()]), &settings);
+        for t in &network {
+            assert_eq!(t.parameters["required"][0], "device", "{}", t.name);
+            assert_eq!(t.parameters["properties"]["device"]["enum"], json!(["R1", "R2"]), "{}", t.name);
+        }
+        insta::assert_json_snapshot!("tools_network_exec", network[0]);
+    }
+
+    #[test]
+    fn the_capability_object_has_the_seeds_fields() {
+        let settings = Settings { rollback_timeout: Duration::from_secs(30), ..Settings::default() };
+        insta::assert_json_snapshot!("capability_without_devices", capability(&[], &settings));
+    }
+}
