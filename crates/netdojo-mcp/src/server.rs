@@ -373,8 +373,12 @@ impl NetworkServer {
         // Wait for the network: a client may connect while the episode is still building it.
         self.live().await?;
         let call = ToolCall::new(name, args);
+        // No answer: the episode ended (done, the step or time budget, the operator's stop);
+        // when a budget ran out on this very call, the call ran but its answer is lost.
         let obs = self.link.call(call).await.ok_or_else(|| {
-            ErrorData::from(NetError::Unreachable("the episode is over: its network is gone".into()))
+            ErrorData::from(NetError::Unreachable(
+                "the episode is over (done, its step or time budget, or stopped): its network is gone; `done` returns its scores".into(),
+            ))
         })?;
         if let Some(err) = obs.data.as_ref().and_then(|d| d.get("error")).and_then(NetError::from_json) {
             return Err(err.into());
