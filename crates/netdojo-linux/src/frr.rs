@@ -28,6 +28,9 @@ pub const RUN_DIR: &str = "/run/netdojo/frr";
 /// Where FRR puts each pathspace's sockets.
 pub const FRR_STATE: &str = "/var/run/frr";
 
+/// FRR's reload script (Debian's `frr` ships it; it needs python3).
+pub const RELOAD: &str = "/usr/lib/frr/frr-reload.py";
+
 /// The daemons a router may run (zebra and staticd always run, zebra first).
 pub const DAEMONS: [&str; 6] = ["zebra", "staticd", "ospfd", "bgpd", "ripd", "ospf6d"];
 
@@ -245,7 +248,9 @@ impl Frr {
             .await
             .map_err(|_| FrrError::Timeout { router: self.router.clone(), timeout })?
             .map_err(|source| FrrError::Io { router: self.router.clone(), what: "vtysh".into(), source })?;
-        if out.status.code() == Some(137) || out.status.code() == Some(124) {
+        // `timeout -s KILL` ends with its child's signal: killed, not an exit status.
+        let killed = std::os::unix::process::ExitStatusExt::signal(&out.status) == Some(9);
+        if killed || out.status.code() == Some(137) || out.status.code() == Some(124) {
             return Err(FrrError::Timeout { router: self.router.clone(), timeout });
         }
         Ok(VtyshOutput {
@@ -266,6 +271,59 @@ impl Frr {
         })?;
         let path_str = path.to_string_lossy().into_owned();
         self.vtysh(&["-f", &path_str], Duration::from_secs(30)).await
+    }
+
+    /// Checks configuration text with `vtysh -C -f` (vtysh's own parser, nothing reaches a
+    /// daemon): failing lines come back as `line N: % ...`, exit status 2.
+    pub async fn check_file(&self, config: &str) -> Result<VtyshOutput, FrrError> {
+        let path = self.dir.join("check.conf");
+        fs::write(&path, config).map_err(|source| FrrError::Io {
+            router: self.router.clone(),
+            what: "check.conf".into(),
+            source,
+        })?;
+        let path_str = path.to_string_lossy().into_owned();
+        self.vtysh(&["-C", "-f", &path_str], Duration::from_secs(30)).await
+    }
+
+    /// Makes the running configuration `config` (a whole configuration, as `show
+    /// running-config` prints it) with FRR's own `frr-reload.py`: it diffs the running
+    /// configuration against `config` and applies only the difference, removals first.
+    pub async fn reload(&self, config: &str) -> Result<VtyshOutput, FrrError> {
+        let io = |what: &str| {
+            let (router, what) = (self.router.clone(), what.to_string());
+            move |source| FrrError::Io { router, what, source }
+        };
+        // The banner `show running-config` prints is not configuration.
+        let body: String = config
+            .lines()
+            .filter(|l| !l.starts_with("Building configuration") && !l.starts_with("Current configuration"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        // Named frr.conf in --confdir, so that frr-reload.py does not `write` afterwards.
+        let path = self.dir.join("frr.conf");
+        fs::write(&path, body).map_err(io("frr.conf"))?;
+        let timeout = Duration::from_secs(60);
+        let mut cmd = self.enter();
+        cmd.args(["timeout", "-s", "KILL", "60", "python3", RELOAD, "--reload", "--stdout", "--pathspace"])
+            .arg(&self.ns)
+            .arg("--confdir")
+            .arg(&self.dir)
+            .args(["--bindir", "/usr/bin", "--rundir"])
+            .arg(&self.dir)
+            .arg(&path);
+        let out = tokio::time::timeout(timeout + Duration::from_secs(1), cmd.output())
+            .await
+            .map_err(|_| FrrError::Timeout { router: self.router.clone(), timeout })?
+            .map_err(io("frr-reload.py"))?;
+        if out.status.code() == Some(137) {
+            return Err(FrrError::Timeout { router: self.router.clone(), timeout });
+        }
+        Ok(VtyshOutput {
+            status: out.status.code(),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        })
     }
 
     /// `show running-config`.

@@ -3,6 +3,7 @@
 //! Evaluation Interface (§4.3) at the end.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -132,9 +133,11 @@ impl EnvironmentFactory for NetconfFactory {
 }
 
 /// One episode's routers.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct NetconfEnv {
-    net: Option<Network>,
+    /// Shared so that a front end (the MCP server) can reach the routers between steps; the
+    /// environment holds the only strong reference, so closing it tears the network down.
+    net: Option<Arc<Network>>,
     /// Each device's running configuration right after reset (for the command score).
     initial: BTreeMap<String, String>,
     /// Each device's Linux-side state (nft ruleset, qdiscs) right after reset.
@@ -157,7 +160,13 @@ impl NetconfEnv {
     }
 
     fn net(&self) -> Result<&Network, EnvError> {
-        self.net.as_ref().ok_or_else(|| self.runtime("no network: reset first".into()))
+        self.net.as_deref().ok_or_else(|| self.runtime("no network: reset first".into()))
+    }
+
+    /// The live network after reset, for front ends that serve its devices (it is gone once
+    /// the environment is closed: the upgrade then fails).
+    pub fn network(&self) -> Option<std::sync::Weak<Network>> {
+        self.net.as_ref().map(Arc::downgrade)
     }
 
     fn router(&self, device: &str) -> Option<&Frr> {
@@ -200,50 +209,9 @@ impl NetconfEnv {
         Ok((configs, linux_states))
     }
 
-    /// Applies `commands` in configuration mode, in order. Every command is tried: a failing
-    /// one is reported with the device's own error text and the ones after it still apply, as
-    /// when a configuration is pasted into a router (vtysh `-f`).
+    /// Applies `commands` in configuration mode, in order (see [`apply_commands`]).
     pub async fn update(&self, frr: &Frr, commands: &[String]) -> Result<Vec<CommandResult>, EnvError> {
-        // `configure terminal` and `end` frame a session on a terminal; the file is already in
-        // configuration mode, so they are accepted and not sent.
-        let framing = |c: &str| matches!(c.trim(), "configure terminal" | "conf t" | "configure" | "end");
-        let mut lines = Vec::new();
-        let mut line_of = Vec::new();
-        for (i, c) in commands.iter().enumerate() {
-            if !framing(c) {
-                lines.push(c.replace(['\r', '\n'], " "));
-                line_of.push(i);
-            }
-        }
-        let out =
-            frr.apply_file(&(lines.join("\n") + "\n")).await.map_err(|e| self.runtime(e.to_string()))?;
-        let text = out.text();
-        let mut errors: BTreeMap<usize, String> = BTreeMap::new();
-        for line in text.lines() {
-            // `line 3: % Unknown command[41]:  bogus`
-            if let Some(rest) = line.strip_prefix("line ")
-                && let Some((n, message)) = rest.split_once(':')
-                && let Ok(n) = n.trim().parse::<usize>()
-                && let Some(&index) = line_of.get(n.wrapping_sub(1))
-            {
-                errors.insert(index, message.trim().to_string());
-            }
-        }
-        // A daemon-level refusal without a line number (e.g. `bgpd is not running`) fails the
-        // whole batch rather than vanishing.
-        let unattributed: Vec<&str> =
-            text.lines().filter(|l| !l.trim().is_empty() && !l.starts_with("line ")).collect();
-        Ok(commands
-            .iter()
-            .enumerate()
-            .map(|(i, c)| match errors.get(&i) {
-                Some(e) => CommandResult { command: c.clone(), status: "error", error: e.clone() },
-                None if !out.success() && errors.is_empty() && !unattributed.is_empty() => {
-                    CommandResult { command: c.clone(), status: "error", error: unattributed.join("\n") }
-                }
-                None => CommandResult { command: c.clone(), status: "success", error: String::new() },
-            })
-            .collect())
+        apply_commands(frr, commands, false).await.map_err(|e| self.runtime(e.to_string()))
     }
 
     /// The command score: each device's edits (final against initial configuration, FRR and
@@ -355,6 +323,57 @@ async fn update_linux(ns: &str, commands: &[String]) -> Result<Vec<CommandResult
     Ok(results)
 }
 
+/// Applies `commands` in configuration mode, in order. Every command is tried: a failing one is
+/// reported with the device's own error text and the ones after it still apply, as when a
+/// configuration is pasted into a router (vtysh `-f`). With `check_only`, vtysh only parses
+/// them (`-C`): the same per-command answer, and nothing reaches a daemon.
+pub async fn apply_commands(
+    frr: &Frr,
+    commands: &[String],
+    check_only: bool,
+) -> Result<Vec<CommandResult>, netdojo_linux::frr::FrrError> {
+    // `configure terminal` and `end` frame a session on a terminal; the file is already in
+    // configuration mode, so they are accepted and not sent.
+    let framing = |c: &str| matches!(c.trim(), "configure terminal" | "conf t" | "configure" | "end");
+    let mut lines = Vec::new();
+    let mut line_of = Vec::new();
+    for (i, c) in commands.iter().enumerate() {
+        if !framing(c) {
+            lines.push(c.replace(['\r', '\n'], " "));
+            line_of.push(i);
+        }
+    }
+    let text_in = lines.join("\n") + "\n";
+    let out = if check_only { frr.check_file(&text_in).await? } else { frr.apply_file(&text_in).await? };
+    let text = out.text();
+    let mut errors: BTreeMap<usize, String> = BTreeMap::new();
+    for line in text.lines() {
+        // `line 3: % Unknown command[41]:  bogus`
+        if let Some(rest) = line.strip_prefix("line ")
+            && let Some((n, message)) = rest.split_once(':')
+            && let Ok(n) = n.trim().parse::<usize>()
+            && let Some(&index) = line_of.get(n.wrapping_sub(1))
+        {
+            errors.insert(index, message.trim().to_string());
+        }
+    }
+    // A daemon-level refusal without a line number (e.g. `bgpd is not running`) fails the
+    // whole batch rather than vanishing.
+    let unattributed: Vec<&str> =
+        text.lines().filter(|l| !l.trim().is_empty() && !l.starts_with("line ")).collect();
+    Ok(commands
+        .iter()
+        .enumerate()
+        .map(|(i, c)| match errors.get(&i) {
+            Some(e) => CommandResult { command: c.clone(), status: "error", error: e.clone() },
+            None if !out.success() && errors.is_empty() && !unattributed.is_empty() => {
+                CommandResult { command: c.clone(), status: "error", error: unattributed.join("\n") }
+            }
+            None => CommandResult { command: c.clone(), status: "success", error: String::new() },
+        })
+        .collect())
+}
+
 /// A Linux command that only reads: `nft list ...`, `tc ... show|ls`, `ip ... show|list` (or
 /// an `ip` object alone), `iptables -L|-S`. Anything else is refused before it runs.
 fn linux_read_only(line: &str) -> Result<exec::Command, String> {
@@ -461,7 +480,7 @@ impl Environment for NetconfEnv {
         let (net, _) = Network::build(topology)
             .await
             .map_err(|e| EnvError::Setup { env: ENV.into(), message: e.to_string() })?;
-        self.net = Some(net);
+        self.net = Some(Arc::new(net));
         (self.initial, self.initial_linux) = self.export().await?;
         let intents: String = config.intents.iter().map(|i| format!("- {i}\n")).collect();
         Ok(format!(
@@ -642,8 +661,12 @@ impl Environment for NetconfEnv {
     }
 
     async fn close(&mut self) -> Result<(), EnvError> {
-        if let Some(mut net) = self.net.take() {
-            net.teardown();
+        if let Some(net) = self.net.take() {
+            // A front end's call in flight holds the network a moment longer; it is torn down
+            // when that call lets go (Network's Drop).
+            if let Ok(mut net) = Arc::try_unwrap(net) {
+                net.teardown();
+            }
         }
         Ok(())
     }

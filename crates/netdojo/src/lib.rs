@@ -12,6 +12,7 @@
 //! | `dcgraph`  | `dcgraph`   | `netdojo-dcgraph`  |
 //! | `linux`    | `linux`     | `netdojo-linux`    |
 //! | `netconf`  | `netconf`, `embed` | `netdojo-netconf`, `netdojo-embed` |
+//! | `mcp`      | `mcp`       | `netdojo-mcp`      |
 //!
 //! `full` turns every feature on.
 
@@ -24,6 +25,8 @@ pub use netdojo_dcgraph as dcgraph;
 pub use netdojo_embed as embed;
 #[cfg(feature = "linux")]
 pub use netdojo_linux as linux;
+#[cfg(feature = "mcp")]
+pub use netdojo_mcp as mcp;
 #[cfg(feature = "netconf")]
 pub use netdojo_netconf as netconf;
 #[cfg(feature = "score")]

@@ -1,0 +1,102 @@
+//! `netdojo-mcp serve`: a NetConfBench task's routers behind MCP (the same as `cargo xtask mcp
+//! serve`, without the reasoning score's model). The integration tests start it on stdio.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use netdojo_mcp::serve::{ServeOptions, default_budget, default_out, load_task, serve, summary};
+use netdojo_mcp::{Role, Settings};
+use tokio_util::sync::CancellationToken;
+
+#[derive(Debug, Parser)]
+#[command(name = "netdojo-mcp", about = "netdojo's emulated devices as MCP servers (draft 002)")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve one task's network until the client calls `done`.
+    Serve(ServeArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct ServeArgs {
+    /// The task's id.
+    #[arg(long)]
+    task: String,
+    /// The suite holding it.
+    #[arg(long, default_value = "testdata/netconf")]
+    suite: PathBuf,
+    /// Streamable HTTP on 127.0.0.1:PORT (0: any free port) instead of stdio.
+    #[arg(long)]
+    http: Option<u16>,
+    /// stdio: serve one device only.
+    #[arg(long)]
+    device: Option<String>,
+    /// operator or read-only.
+    #[arg(long, default_value = "operator")]
+    role: Role,
+    /// rollbackTimeout, seconds.
+    #[arg(long, default_value_t = 300.0)]
+    rollback_timeout: f64,
+    /// The run directory (default runs/mcp-TASK-TIME).
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("NETDOJO_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .init();
+    let Command::Serve(args) = cli.command;
+    match run(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
+    let task = load_task(&args.suite, &args.task)?;
+    if !(args.rollback_timeout.is_finite() && args.rollback_timeout > 0.0) {
+        return Err(
+            format!("--rollback-timeout {}: a positive number of seconds", args.rollback_timeout).into()
+        );
+    }
+    let options = ServeOptions {
+        http: args.http,
+        device: args.device,
+        role: args.role,
+        settings: Settings {
+            rollback_timeout: Duration::from_secs_f64(args.rollback_timeout),
+            ..Settings::default()
+        },
+        budget: default_budget(),
+        out: args.out.unwrap_or_else(|| default_out(&task.id)),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let finished = runtime.block_on(async {
+        let stop = CancellationToken::new();
+        let on_signal = stop.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                eprintln!("stopping: the episode is evaluated as it stands");
+                on_signal.cancel();
+            }
+        });
+        serve(task, netdojo_mcp::serve::scorers(), options, stop).await
+    })?;
+    eprintln!("{}", summary(&finished));
+    Ok(())
+}

@@ -1,0 +1,383 @@
+//! External MCP agents scored like built-in ones: the runner of netdojo-core drives the
+//! episode; its agent is a [`ChannelAgent`] whose turns are the MCP client's tool calls, and
+//! its environment an [`McpEnv`] that runs them on the devices. So every call is validated,
+//! executed, followed by the state check and recorded in the trajectory, and `done` ends the
+//! episode, which is evaluated, scored and appended to the run directory, by the same code as
+//! for any other agent.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use netdojo_core::runner::{Budget, RunStats, Runner, Silent};
+use netdojo_core::store::RunDir;
+use netdojo_core::{
+    Agent, AgentError, AgentFactory, AgentTurn, EnvError, Environment, EnvironmentFactory, EpisodeRecord,
+    EpisodeStart, Observation, Outcome, Scorer, StateCheck, Task, TaskError, TaskKind, TaskSource, ToolCall,
+    ToolSpec,
+};
+use netdojo_netconf::{NetconfEnv, NetconfFactory};
+use serde_json::{Value, json};
+use tokio::sync::{Mutex, mpsc, oneshot, watch};
+use tokio_util::sync::CancellationToken;
+
+use crate::device::{Devices, Settings};
+use crate::error::NetError;
+use crate::redact::redact_json;
+use crate::tools::{self, Scope};
+
+pub const AGENT: &str = "mcp";
+pub const ENV: &str = "netconf-mcp";
+
+/// The live devices of an episode and the brief of its task, once reset is done.
+#[derive(Debug, Clone)]
+pub struct Live {
+    pub devices: Arc<Devices>,
+    pub brief: String,
+}
+
+/// One tool call from an MCP client, with where its observation goes.
+#[derive(Debug)]
+struct Turn {
+    call: ToolCall,
+    reply: oneshot::Sender<Observation>,
+}
+
+/// The runner's agent: each turn is the next call an MCP client made.
+#[derive(Debug)]
+pub struct ChannelAgent {
+    calls: Arc<Mutex<mpsc::Receiver<Turn>>>,
+    waiting: Option<oneshot::Sender<Observation>>,
+    stop: CancellationToken,
+}
+
+#[async_trait]
+impl Agent for ChannelAgent {
+    async fn start(&mut self, _episode: &EpisodeStart<'_>) -> Result<(), AgentError> {
+        Ok(())
+    }
+
+    async fn step(&mut self, feedback: &[Observation]) -> Result<AgentTurn, AgentError> {
+        if let (Some(reply), Some(obs)) = (self.waiting.take(), feedback.first()) {
+            let _ = reply.send(obs.clone());
+        }
+        let mut calls = self.calls.lock().await;
+        let turn = tokio::select! {
+            turn = calls.recv() => turn,
+            () = self.stop.cancelled() => None,
+        };
+        // No call: the operator stopped the episode (or every client is gone).
+        let Some(Turn { call, reply }) = turn else { return Ok(AgentTurn::default()) };
+        self.waiting = Some(reply);
+        Ok(AgentTurn { reasoning: String::new(), calls: vec![call], ..AgentTurn::default() })
+    }
+}
+
+#[derive(Debug)]
+struct ChannelAgentFactory {
+    calls: Arc<Mutex<mpsc::Receiver<Turn>>>,
+    stop: CancellationToken,
+}
+
+impl AgentFactory for ChannelAgentFactory {
+    fn name(&self) -> &str {
+        AGENT
+    }
+    fn config(&self) -> Value {
+        json!({"kind": "external MCP client"})
+    }
+    fn create(&self, _task: &Task) -> Result<Box<dyn Agent>, AgentError> {
+        Ok(Box::new(ChannelAgent { calls: self.calls.clone(), waiting: None, stop: self.stop.clone() }))
+    }
+}
+
+/// The brief an MCP client reads (the task's intents, the devices, how to work).
+pub fn brief_of(task: &Task) -> String {
+    let TaskKind::Config(config) = &task.kind else { return String::new() };
+    let intents: String = config.intents.iter().map(|i| format!("- {i}\n")).collect();
+    format!(
+        "Configure the FRRouting routers of this network (vtysh syntax) so that it meets these \
+         intents:\n{intents}\nDevices: {}. Links:\n{}\n\nLook with network.cli.exec (show \
+         commands), network.yang.get and the network:/// resources; stage changes with \
+         network.cli.configure and apply them with network.commit; call `done` when every \
+         intent is met.",
+        config.topology.nodes.join(", "),
+        config.topology.links.iter().map(|l| format!("- {}", l.trim())).collect::<Vec<_>>().join("\n")
+    )
+}
+
+/// The NetConfBench environment with the network tools of draft 002 in place of the ANI.
+#[derive(Debug)]
+pub struct McpEnv {
+    inner: NetconfEnv,
+    settings: Settings,
+    live: watch::Sender<Option<Live>>,
+    devices: Option<Arc<Devices>>,
+    names: Vec<String>,
+}
+
+/// An [`Observation`] of a network tool's answer.
+pub fn observation(call: &ToolCall, result: Result<Value, NetError>) -> Observation {
+    match result {
+        Ok(data) => {
+            let text = match (data.get("output"), data.get("content")) {
+                (Some(Value::String(s)), _) | (_, Some(Value::String(s))) => s.clone(),
+                _ => data.to_string(),
+            };
+            let mut obs = Observation::ok(call, text, Some(data.clone()));
+            obs.ok = data.get("ok").and_then(Value::as_bool).unwrap_or(true);
+            obs
+        }
+        Err(e) => {
+            let mut obs = Observation::error(call, e.to_string());
+            obs.data = Some(json!({"error": e.to_json()}));
+            obs
+        }
+    }
+}
+
+#[async_trait]
+impl Environment for McpEnv {
+    fn tools(&self) -> Vec<ToolSpec> {
+        tools::tool_specs(&Scope::Network(self.names.clone()), &self.settings)
+    }
+
+    async fn reset(&mut self, task: &Task) -> Result<String, EnvError> {
+        self.inner.reset(task).await?;
+        let net = self.inner.network().and_then(|w| w.upgrade()).ok_or_else(|| EnvError::Setup {
+            env: ENV.into(),
+            message: "the network is not up after reset".into(),
+        })?;
+        let devices = Devices::discover(&net, self.settings)
+            .await
+            .map_err(|e| EnvError::Setup { env: ENV.into(), message: e.to_string() })?;
+        drop(net);
+        let devices = Arc::new(devices);
+        self.names = devices.names();
+        self.devices = Some(devices.clone());
+        let brief = brief_of(task);
+        self.live.send_replace(Some(Live { devices, brief: brief.clone() }));
+        Ok(brief)
+    }
+
+    async fn execute(&mut self, call: &ToolCall) -> Result<Observation, EnvError> {
+        let Some(devices) = &self.devices else {
+            return Err(EnvError::Runtime { env: ENV.into(), message: "no network: reset first".into() });
+        };
+        let result = tools::dispatch(devices, &call.name, &call.arguments).await;
+        match &result {
+            Ok(_) => tracing::info!(tool = %call.name, args = %redact_json(&call.arguments), "network tool"),
+            Err(e) => {
+                tracing::info!(tool = %call.name, args = %redact_json(&call.arguments), code = e.code(), "network tool failed: {e}")
+            }
+        }
+        Ok(observation(call, result))
+    }
+
+    async fn check(&mut self) -> Result<StateCheck, EnvError> {
+        self.inner.check().await
+    }
+
+    async fn evaluate(&mut self, task: &Task, answer: Option<&Value>) -> Result<Outcome, EnvError> {
+        // A confirmed commit still waiting is not the agent's final word: evaluated as it
+        // stands, and its timer stops (the network goes away next).
+        if let Some(devices) = &self.devices {
+            devices.shutdown().await;
+        }
+        self.inner.evaluate(task, answer).await
+    }
+
+    async fn close(&mut self) -> Result<(), EnvError> {
+        if let Some(devices) = &self.devices {
+            devices.shutdown().await;
+        }
+        self.inner.close().await
+    }
+}
+
+/// Builds [`McpEnv`]s and publishes each one's live devices.
+#[derive(Debug)]
+pub struct McpFactory {
+    settings: Settings,
+    live: watch::Sender<Option<Live>>,
+}
+
+impl McpFactory {
+    /// Needs what NetconfFactory needs (root, FRR).
+    pub fn new(settings: Settings) -> Result<(Self, watch::Receiver<Option<Live>>), EnvError> {
+        NetconfFactory::new()?;
+        let (live, rx) = watch::channel(None);
+        Ok((Self { settings, live }, rx))
+    }
+}
+
+#[async_trait]
+impl EnvironmentFactory for McpFactory {
+    fn name(&self) -> &str {
+        ENV
+    }
+    fn config(&self) -> Value {
+        json!({"front": "mcp (draft 002)", "rollback_timeout_s": self.settings.rollback_timeout.as_secs_f64(),
+            "max_bulk_edit": self.settings.max_bulk_edit, "netconf": NetconfFactory.config()})
+    }
+    async fn create(&self, _task: &Task) -> Result<Box<dyn Environment>, EnvError> {
+        Ok(Box::new(McpEnv {
+            inner: NetconfEnv::default(),
+            settings: self.settings,
+            live: self.live.clone(),
+            devices: None,
+            names: vec![],
+        }))
+    }
+}
+
+/// One task as a task source.
+#[derive(Debug)]
+struct OneTask(Task);
+
+impl TaskSource for OneTask {
+    fn describe(&self) -> Value {
+        json!({"kind": "mcp-serve", "task": self.0.id})
+    }
+    fn len_hint(&self) -> Option<usize> {
+        Some(1)
+    }
+    fn tasks(&self) -> Box<dyn Iterator<Item = Result<Task, TaskError>> + Send + '_> {
+        Box::new(std::iter::once(Ok(self.0.clone())))
+    }
+}
+
+/// What an episode ended with.
+#[derive(Debug, Clone)]
+pub struct Finished {
+    pub record: Option<EpisodeRecord>,
+    pub error: Option<String>,
+    pub run_dir: std::path::PathBuf,
+}
+
+/// The side of an episode the MCP server talks to.
+#[derive(Debug)]
+pub struct EpisodeLink {
+    calls: mpsc::Sender<Turn>,
+    live: watch::Receiver<Option<Live>>,
+    finished: watch::Receiver<Option<Finished>>,
+}
+
+impl EpisodeLink {
+    /// The live devices, once the episode's network is up (or the episode failed first).
+    pub async fn live(&self) -> Result<Live, String> {
+        let mut live = self.live.clone();
+        let mut finished = self.finished.clone();
+        loop {
+            if let Some(l) = live.borrow().clone() {
+                return Ok(l);
+            }
+            if let Some(f) = finished.borrow().clone() {
+                return Err(f.error.unwrap_or_else(|| "the episode ended before its network was up".into()));
+            }
+            tokio::select! {
+                r = live.changed() => if r.is_err() { return Err("the episode is gone".into()) },
+                r = finished.changed() => if r.is_err() { return Err("the episode is gone".into()) },
+            }
+        }
+    }
+
+    pub fn live_now(&self) -> Option<Live> {
+        self.live.borrow().clone()
+    }
+
+    /// Runs `call` as the agent's next step and waits for its observation. `None` when the
+    /// episode is over.
+    pub async fn call(&self, call: ToolCall) -> Option<Observation> {
+        let (reply, rx) = oneshot::channel();
+        self.calls.send(Turn { call, reply }).await.ok()?;
+        rx.await.ok()
+    }
+
+    /// Waits for the scored record.
+    pub async fn finished(&self) -> Option<Finished> {
+        let mut finished = self.finished.clone();
+        loop {
+            if let Some(f) = finished.borrow().clone() {
+                return Some(f);
+            }
+            finished.changed().await.ok()?;
+        }
+    }
+
+    /// Ends the episode with the runner's `finish` and waits for its scores.
+    pub async fn done(&self) -> Option<Finished> {
+        let (reply, _rx) = oneshot::channel();
+        let _ = self.calls.send(Turn { call: ToolCall::finish(None), reply }).await;
+        self.finished().await
+    }
+}
+
+/// An episode in progress: the runner on its own task, an MCP front on its devices.
+#[derive(Debug)]
+pub struct Episode {
+    pub link: Arc<EpisodeLink>,
+    stop: CancellationToken,
+    handle: tokio::task::JoinHandle<()>,
+}
+
+impl Episode {
+    /// Starts `task` (a NetConfBench task) with `scorers`; the record goes to `store`.
+    pub fn start(
+        task: Task,
+        settings: Settings,
+        scorers: Vec<Box<dyn Scorer>>,
+        budget: Budget,
+        mut store: RunDir,
+    ) -> Result<Self, EnvError> {
+        let (factory, live) = McpFactory::new(settings)?;
+        let (calls_tx, calls_rx) = mpsc::channel(1);
+        let stop = CancellationToken::new();
+        let runner = Runner {
+            env: Arc::new(factory),
+            agent: Arc::new(ChannelAgentFactory {
+                calls: Arc::new(Mutex::new(calls_rx)),
+                stop: stop.clone(),
+            }),
+            scorers: Arc::new(scorers),
+            budget,
+            concurrency: 1,
+        };
+        let (finished_tx, finished) = watch::channel(None);
+        let task_id = task.id.clone();
+        let handle = tokio::spawn(async move {
+            let (_never, stop_rx) = watch::channel(false);
+            let result: Result<RunStats, _> = runner.run(&OneTask(task), &mut store, &Silent, stop_rx).await;
+            let latest: BTreeMap<String, EpisodeRecord> = store.latest().unwrap_or_default();
+            let record = latest.get(&task_id).cloned();
+            let error = match result {
+                Err(e) => Some(e.to_string()),
+                Ok(_) => record.as_ref().and_then(|r| r.error.clone()),
+            };
+            finished_tx.send_replace(Some(Finished { record, error, run_dir: store.path().to_path_buf() }));
+        });
+        Ok(Self { link: Arc::new(EpisodeLink { calls: calls_tx, live, finished }), stop, handle })
+    }
+
+    /// Ends the episode as it stands (the operator's stop): evaluated and scored all the same.
+    pub fn stop(&self) {
+        self.stop.cancel();
+    }
+
+    /// Waits for the episode to be recorded.
+    pub async fn join(self) -> Option<Finished> {
+        let f = self.link.finished().await;
+        let _ = self.handle.await;
+        f
+    }
+}
+
+/// Settings of the run directory's configuration for an MCP episode.
+pub fn run_config(task: &Task, settings: &Settings, budget: &Budget) -> Value {
+    json!({
+        "env": {"name": ENV, "config": {"rollback_timeout_s": settings.rollback_timeout.as_secs_f64(), "max_bulk_edit": settings.max_bulk_edit}},
+        "agent": {"name": AGENT},
+        "source": {"kind": "mcp-serve", "task": task.id},
+        "budget": {"max_steps": budget.max_steps, "episode_timeout_s": budget.episode_timeout.as_secs_f64()},
+    })
+}

@@ -1,0 +1,27 @@
+//! netdojo-mcp: netdojo's emulated devices as MCP servers with the `network` capability of
+//! draft 002 (seed `002_...`), and external MCP agents scored like built-in ones.
+//!
+//! - [`device`]: one FRRouting router as a network device: show commands, a candidate,
+//!   confirmed commits that roll back on their own, rollback, configuration files, YANG reads.
+//! - [`tools`]: the eight tools of §4 as data, the §3 capability object, the dispatch.
+//! - [`server`]: the rmcp `ServerHandler`: tools, `network:///` resources, prompts, roles.
+//! - [`episode`]: the runner of netdojo-core drives the episode; its agent's turns are the
+//!   MCP client's calls, so they are recorded, checked and scored like any agent's.
+//! - [`transport`]: stdio and streamable HTTP (127.0.0.1), with the `network` capability.
+//! - [`client`]: an MCP client as a netdojo `Environment`.
+//! - [`error`]: the error codes of §7; [`redact`]: secrets out of logs (§8).
+
+pub mod client;
+pub mod device;
+pub mod episode;
+pub mod error;
+pub mod redact;
+pub mod serve;
+pub mod server;
+pub mod tools;
+pub mod transport;
+
+pub use device::{Device, Devices, Settings};
+pub use episode::{Episode, EpisodeLink, Finished, Live};
+pub use error::NetError;
+pub use server::{NetworkServer, Role};

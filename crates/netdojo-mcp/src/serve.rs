@@ -1,0 +1,158 @@
+//! `serve`: one task's environment behind MCP, until the client calls `done`, closes stdio,
+//! or the operator stops it; then the episode is scored and recorded in a run directory.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use netdojo_core::runner::Budget;
+use netdojo_core::store::RunDir;
+use netdojo_core::{Scorer, StaticSuite, Task, TaskSource};
+use rmcp::ServiceExt;
+use tokio_util::sync::CancellationToken;
+
+use crate::device::Settings;
+use crate::episode::{Episode, Finished, run_config};
+use crate::server::{NetworkServer, Role};
+use crate::transport;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("{0}")]
+    Task(String),
+    #[error("{0}")]
+    Setup(String),
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// How to serve.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// `Some(port)`: streamable HTTP on 127.0.0.1 (0: any free port). `None`: stdio.
+    pub http: Option<u16>,
+    /// stdio only: serve this one device (`None`: the whole network, tools take `device`).
+    pub device: Option<String>,
+    pub role: Role,
+    pub settings: Settings,
+    pub budget: Budget,
+    /// The run directory to create.
+    pub out: PathBuf,
+}
+
+/// The task `id` of the suite at `suite` (a directory, a `.json` or a `.jsonl`).
+pub fn load_task(suite: &std::path::Path, id: &str) -> Result<Task, ServeError> {
+    let suite = StaticSuite::load(suite)
+        .map_err(|e| ServeError::Task(format!("--suite {}: {e}", suite.display())))?;
+    let mut ids = Vec::new();
+    for task in suite.tasks() {
+        let task = task.map_err(|e| ServeError::Task(e.to_string()))?;
+        if task.id == id {
+            return Ok(task);
+        }
+        ids.push(task.id);
+    }
+    Err(ServeError::Task(format!("--task {id}: no such task in the suite (tasks: {})", ids.join(", "))))
+}
+
+/// Serves `task` until its episode ends; `stop` is the operator's stop (Ctrl-C). Returns the
+/// scored episode.
+pub async fn serve(
+    task: Task,
+    scorers: Vec<Box<dyn Scorer>>,
+    options: ServeOptions,
+    stop: CancellationToken,
+) -> Result<Finished, ServeError> {
+    let store = RunDir::create(&options.out, &run_config(&task, &options.settings, &options.budget))
+        .map_err(|e| ServeError::Setup(format!("run directory {}: {e}", options.out.display())))?;
+    let episode = Episode::start(task, options.settings, scorers, options.budget, store)
+        .map_err(|e| ServeError::Setup(e.to_string()))?;
+    let link = episode.link.clone();
+    let live = match link.live().await {
+        Ok(live) => live,
+        Err(e) => {
+            let _ = episode.join().await;
+            return Err(ServeError::Setup(format!("the episode did not start: {e}")));
+        }
+    };
+    let names = live.devices.names();
+    if let Some(d) = &options.device
+        && !names.contains(d)
+    {
+        episode.stop();
+        let _ = episode.join().await;
+        return Err(ServeError::Task(format!(
+            "--device {d}: no such device (devices: {})",
+            names.join(", ")
+        )));
+    }
+    let cancel = CancellationToken::new();
+    match options.http {
+        Some(port) => {
+            let app = transport::router(link.clone(), &names, options.role, options.settings, &cancel);
+            let (addr, server) = transport::serve_http(app, port, cancel.clone())
+                .await
+                .map_err(|source| ServeError::Io { what: format!("binding 127.0.0.1:{port}"), source })?;
+            let per_device: Vec<String> = names.iter().map(|d| format!("/mcp/{d}")).collect();
+            eprintln!("netdojo-mcp: listening on http://{addr}/mcp (one device: {})", per_device.join(" "));
+            tokio::select! {
+                _ = link.finished() => {}
+                () = stop.cancelled() => episode.stop(),
+            }
+            let finished = episode.join().await;
+            cancel.cancel();
+            let _ = server.await;
+            finished.ok_or_else(|| ServeError::Setup("the episode vanished".into()))
+        }
+        None => {
+            let server =
+                NetworkServer::new(link.clone(), options.device.clone(), options.role, options.settings);
+            let io = transport::stdio(server.capability());
+            eprintln!("netdojo-mcp: serving {} on stdio", options.device.as_deref().unwrap_or("the network"));
+            let running = server.serve(io).await.map_err(|e| ServeError::Io {
+                what: "stdio handshake".into(),
+                source: std::io::Error::other(e.to_string()),
+            })?;
+            let closed = running.cancellation_token();
+            tokio::select! {
+                _ = link.finished() => {}
+                () = stop.cancelled() => episode.stop(),
+                // The client went away: the episode ends as it stands.
+                _ = running.waiting() => episode.stop(),
+            }
+            closed.cancel();
+            episode.join().await.ok_or_else(|| ServeError::Setup("the episode vanished".into()))
+        }
+    }
+}
+
+/// The default run directory of a served task.
+pub fn default_out(task_id: &str) -> PathBuf {
+    let stamp =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    PathBuf::from("runs").join(format!("mcp-{}-{stamp}", netdojo_core::store::file_stem(task_id)))
+}
+
+/// Budget defaults for an external agent: more steps and time than a scripted one needs.
+pub fn default_budget() -> Budget {
+    Budget { max_steps: 200, episode_timeout: Duration::from_secs(3600), ..Budget::default() }
+}
+
+/// What `serve` printed at the end, as one JSON line.
+pub fn summary(finished: &Finished) -> serde_json::Value {
+    serde_json::json!({"run_dir": finished.run_dir, "error": finished.error, "record": finished.record})
+}
+
+/// NetConfBench's scorers that need no model: correctness, testcase pass rate, the command
+/// score, latency (`cargo xtask mcp serve` adds the reasoning score).
+pub fn scorers() -> Vec<Box<dyn Scorer>> {
+    vec![
+        Box::new(netdojo_score::Correctness),
+        Box::new(netdojo_score::CheckRate),
+        Box::new(netdojo_netconf::CommandScore),
+        Box::new(netdojo_score::Latency),
+    ]
+}

@@ -1,0 +1,494 @@
+//! The MCP server (rmcp's `ServerHandler`): the `network` capability, the eight tools and
+//! `done`, `network:///` resources, prompt templates, roles.
+//!
+//! Every tool call goes through the episode's runner ([`EpisodeLink::call`]): it is recorded
+//! and checked like a built-in agent's. Resources and prompts are reads outside the
+//! trajectory.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use netdojo_core::ToolCall;
+use rmcp::handler::server::ServerHandler;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorCode, ErrorData,
+    GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation, InitializeResult, JsonObject,
+    ListPromptsResult, ListResourcesResult, ListToolsResult, MetaObject, PaginatedRequestParams, Prompt,
+    PromptArgument, PromptMessage, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, Resource, ResourceContents, Role as MsgRole, ServerCapabilities, Tool,
+    ToolAnnotations,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use serde_json::{Value, json};
+
+use crate::device::{Device, Devices, Settings};
+use crate::episode::{EpisodeLink, Live};
+use crate::error::NetError;
+use crate::redact::{redact, redact_json};
+use crate::tools::{self, DONE, Scope, WRITES};
+
+/// What a session may do (§8).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Everything.
+    Operator,
+    /// Show commands, YANG reads, file pulls and resources; no change, and secrets redacted.
+    ReadOnly,
+}
+
+impl std::str::FromStr for Role {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "operator" => Ok(Self::Operator),
+            "read-only" => Ok(Self::ReadOnly),
+            other => Err(format!("unknown role `{other}` (roles: operator, read-only)")),
+        }
+    }
+}
+
+/// The protocol versions served: those with an `initialize` handshake, where the `network`
+/// capability is advertised.
+const VERSIONS: [ProtocolVersion; 4] = [
+    ProtocolVersion::V_2024_11_05,
+    ProtocolVersion::V_2025_03_26,
+    ProtocolVersion::V_2025_06_18,
+    ProtocolVersion::V_2025_11_25,
+];
+
+/// One MCP server: a scope (one device, or the whole network) and a role, in front of an
+/// episode.
+#[derive(Debug, Clone)]
+pub struct NetworkServer {
+    link: Arc<EpisodeLink>,
+    scope_device: Option<String>,
+    role: Role,
+    settings: Settings,
+    page_size: usize,
+}
+
+fn to_object(v: Value) -> JsonObject {
+    match v {
+        Value::Object(o) => o,
+        _ => JsonObject::new(),
+    }
+}
+
+fn invalid(message: impl Into<String>) -> ErrorData {
+    ErrorData::new(ErrorCode::INVALID_PARAMS, message.into(), None)
+}
+
+/// The prompt templates of §6.
+fn prompts() -> Vec<Prompt> {
+    let arg = |name: &str, description: &str, required: bool| {
+        PromptArgument::new(name).with_description(description).with_required(required)
+    };
+    vec![
+        Prompt::new(
+            "network.troubleshoot.ping-fail",
+            Some("Find why a ping from a device to an address fails"),
+            Some(vec![
+                arg("device", "the device the ping starts from", true),
+                arg("destination", "the address that does not answer", true),
+            ]),
+        ),
+        Prompt::new(
+            "network.config.add-vlan",
+            Some("Add a VLAN subinterface with an address, safely (confirmed commit)"),
+            Some(vec![
+                arg("device", "the device", true),
+                arg("vlan", "the VLAN id (1-4094)", true),
+                arg("interface", "the parent interface", true),
+                arg("address", "the address with its prefix length, e.g. 10.0.100.1/24", false),
+            ]),
+        ),
+        Prompt::new(
+            "network.security.audit",
+            Some("Audit a device's configuration for security problems"),
+            Some(vec![arg("device", "the device", true)]),
+        ),
+    ]
+}
+
+fn prompt_text(name: &str, args: &JsonObject) -> Result<String, ErrorData> {
+    let get = |k: &str| -> Result<String, ErrorData> {
+        args.get(k)
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .ok_or_else(|| invalid(format!("prompt {name}: missing argument `{k}`")))
+    };
+    Ok(match name {
+        "network.troubleshoot.ping-fail" => {
+            let (device, dst) = (get("device")?, get("destination")?);
+            format!(
+                "A ping from {device} to {dst} fails. Find out why, step by step, with read-only \
+                 tools first: network.cli.exec `show ip route {dst}` on {device} (is there a route, \
+                 which next hop?), `show interface brief` (are the interfaces up, with the right \
+                 addresses?), then follow the next hop to the next device and repeat. Check \
+                 routing protocol adjacencies (`show ip ospf neighbor`, `show ip bgp summary`) \
+                 and route filters (prefix-lists, route-maps). Say what is wrong before proposing \
+                 a change; make changes with network.cli.configure and a confirmed network.commit."
+            )
+        }
+        "network.config.add-vlan" => {
+            let (device, vlan, parent) = (get("device")?, get("vlan")?, get("interface")?);
+            let address = args.get("address").and_then(Value::as_str).unwrap_or("(none)");
+            format!(
+                "Add VLAN {vlan} on {device} as subinterface {parent}.{vlan} with address \
+                 {address}. First check with network.cli.exec `show interface {parent}.{vlan}` \
+                 that the subinterface exists (FRR configures addresses, the kernel owns the \
+                 802.1q link). Stage `interface {parent}.{vlan}` and ` ip address {address}` with \
+                 network.cli.configure, commit with network.commit confirmed=true, check \
+                 reachability, then confirm with another network.commit."
+            )
+        }
+        "network.security.audit" => {
+            let device = get("device")?;
+            format!(
+                "Audit the configuration of {device}. Pull it with network.file.pull \
+                 (running-config) and check: passwords in clear text (`password`, no `service \
+                 password-encryption`), routing protocol sessions without authentication, route \
+                 filters missing on external BGP peers, static routes to unexpected next hops, \
+                 interfaces that are up and unused. List each finding with the line and a fix; \
+                 change nothing."
+            )
+        }
+        other => return Err(invalid(format!("unknown prompt `{other}`"))),
+    })
+}
+
+impl NetworkServer {
+    /// A server for `link`'s devices: one of them (`device`) or all (`None`).
+    pub fn new(link: Arc<EpisodeLink>, device: Option<String>, role: Role, settings: Settings) -> Self {
+        Self { link, scope_device: device, role, settings, page_size: 50 }
+    }
+
+    /// How many resources one `resources/list` page holds.
+    pub fn with_page_size(mut self, n: usize) -> Self {
+        self.page_size = n.max(1);
+        self
+    }
+
+    fn scope(&self, live: Option<&Live>) -> Scope {
+        match &self.scope_device {
+            Some(d) => Scope::Device(d.clone()),
+            None => Scope::Network(live.map(|l| l.devices.names()).unwrap_or_default()),
+        }
+    }
+
+    /// The `network` capability object of the devices behind this server.
+    pub fn capability(&self) -> Value {
+        let live = self.link.live_now();
+        let devices: Vec<&Device> = match (&live, &self.scope_device) {
+            (Some(l), Some(d)) => l.devices.devices.get(d).map(|d| vec![d.as_ref()]).unwrap_or_default(),
+            (Some(l), None) => l.devices.devices.values().map(AsRef::as_ref).collect(),
+            (None, _) => vec![],
+        };
+        tools::capability(&devices, &self.settings)
+    }
+
+    async fn live(&self) -> Result<Live, ErrorData> {
+        self.link.live().await.map_err(|e| NetError::Unreachable(e).into())
+    }
+
+    fn tools_list(&self, live: Option<&Live>) -> Vec<Tool> {
+        let scope = self.scope(live);
+        let mut specs = tools::tool_specs(&scope, &self.settings);
+        specs.push(tools::done_spec());
+        specs
+            .into_iter()
+            .map(|spec| {
+                let available = tools::available(&spec.name);
+                let mut annotations = ToolAnnotations::new()
+                    .read_only(!WRITES.contains(&spec.name.as_str()) && spec.name != DONE)
+                    .open_world(false);
+                annotations = annotations.destructive(matches!(
+                    spec.name.as_str(),
+                    "network.commit" | "network.rollback" | "network.file.push"
+                ));
+                let mut meta = JsonObject::new();
+                meta.insert("available".into(), json!(available));
+                if !available {
+                    meta.insert("downgrade".into(), json!(tools::CONFIGURE));
+                }
+                if self.role == Role::ReadOnly && WRITES.contains(&spec.name.as_str()) {
+                    meta.insert("allowed".into(), json!(false));
+                }
+                Tool::new(spec.name, spec.description, Arc::new(to_object(spec.parameters)))
+                    .with_annotations(annotations)
+                    .with_meta(MetaObject(meta))
+            })
+            .collect()
+    }
+
+    /// Resource URIs: `network:///...` on a device's server, `network://DEVICE/...` on the
+    /// network's.
+    fn uri(&self, device: &str, path: &str) -> String {
+        match &self.scope_device {
+            Some(_) => format!("network:///{path}"),
+            None => format!("network://{device}/{path}"),
+        }
+    }
+
+    fn parse_uri<'a>(
+        &self,
+        uri: &'a str,
+        devices: &Devices,
+    ) -> Result<(String, &'a str, &'a str), ErrorData> {
+        let rest = uri
+            .strip_prefix("network://")
+            .ok_or_else(|| invalid(format!("`{uri}` is not a network:// URI")))?;
+        let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+        let (path, query) = path.split_once('?').unwrap_or((path, ""));
+        let device = match (&self.scope_device, authority) {
+            (Some(d), "") => d.clone(),
+            (Some(d), a) if a == d => d.clone(),
+            (None, a) if !a.is_empty() => a.to_string(),
+            _ => {
+                return Err(invalid(format!(
+                    "`{uri}`: on this server resources are {}",
+                    self.uri("DEVICE", "...")
+                )));
+            }
+        };
+        devices.get(&device).map_err(ErrorData::from)?;
+        Ok((device, path, query))
+    }
+
+    async fn all_resources(&self, live: &Live) -> Result<Vec<Resource>, ErrorData> {
+        let names: Vec<String> = match &self.scope_device {
+            Some(d) => vec![d.clone()],
+            None => live.devices.names(),
+        };
+        let mut out = Vec::new();
+        for name in names {
+            let device = live.devices.get(&name).map_err(ErrorData::from)?;
+            let r = |path: &str, title: &str, mime: &str| {
+                Resource::new(self.uri(&name, path), format!("{name} {title}")).with_mime_type(mime)
+            };
+            out.push(r("interfaces", "interfaces", "application/yang-data+json"));
+            for iface in device.interfaces().await.map_err(ErrorData::from)? {
+                if let Some(i) = iface["name"].as_str() {
+                    out.push(r(
+                        &format!("interface/{i}"),
+                        &format!("interface {i}"),
+                        "application/yang-data+json",
+                    ));
+                }
+            }
+            out.push(r("routing/ipv4/route-table", "IPv4 route table", "application/json"));
+            out.push(r("file/startup-config", "startup configuration", "text/plain"));
+            out.push(r("file/running-config", "running configuration", "text/plain"));
+            out.push(r("file/candidate-config", "candidate configuration", "text/plain"));
+        }
+        Ok(out)
+    }
+
+    fn secrets(&self, text: String) -> String {
+        if self.role == Role::ReadOnly { redact(&text) } else { text }
+    }
+
+    async fn read(&self, uri: &str) -> Result<ReadResourceResult, ErrorData> {
+        let live = self.live().await?;
+        let (name, path, query) = self.parse_uri(uri, &live.devices)?;
+        let device = live.devices.get(&name).map_err(ErrorData::from)?;
+        let json_contents =
+            |v: &Value, mime: &str| ResourceContents::text(v.to_string(), uri).with_mime_type(mime);
+        let contents = match path {
+            "interfaces" => {
+                let data =
+                    device.yang_get("/frr-interface:lib", "operational").await.map_err(ErrorData::from)?;
+                json_contents(&data, "application/yang-data+json")
+            }
+            "routing/ipv4/route-table" => {
+                // Paged: `?cursor=N` starts at route N; the page says where the next starts.
+                let start: usize = query
+                    .split('&')
+                    .find_map(|kv| kv.strip_prefix("cursor="))
+                    .map(|c| c.parse().map_err(|_| invalid(format!("`{uri}`: cursor is a route index"))))
+                    .transpose()?
+                    .unwrap_or(0);
+                let routes = device.routes().await.map_err(ErrorData::from)?;
+                let end = (start + self.page_size).min(routes.len());
+                let page: Vec<Value> = routes.get(start..end).map(<[Value]>::to_vec).unwrap_or_default();
+                let mut v = json!({"routes": page, "total": routes.len()});
+                if end < routes.len() {
+                    v["nextCursor"] = json!(end.to_string());
+                    v["next"] =
+                        json!(format!("{}?cursor={end}", self.uri(&name, "routing/ipv4/route-table")));
+                }
+                json_contents(&v, "application/json")
+            }
+            p if p.starts_with("interface/") => {
+                let iface = &p["interface/".len()..];
+                let all = device.interfaces().await.map_err(ErrorData::from)?;
+                let one = all.into_iter().find(|i| i["name"] == iface).ok_or_else(|| {
+                    ErrorData::resource_not_found(format!("{name} has no interface `{iface}`"), None)
+                })?;
+                json_contents(
+                    &json!({"frr-interface:lib": {"interface": [one]}}),
+                    "application/yang-data+json",
+                )
+            }
+            p if p.starts_with("file/") => {
+                let text = device.pull(&p["file/".len()..]).await.map_err(ErrorData::from)?;
+                ResourceContents::text(self.secrets(text), uri).with_mime_type("text/plain")
+            }
+            _ => return Err(ErrorData::resource_not_found(format!("no resource `{uri}`"), None)),
+        };
+        Ok(ReadResourceResult::new(vec![contents]))
+    }
+
+    async fn call(&self, name: &str, args: Option<JsonObject>) -> Result<CallToolResult, ErrorData> {
+        let mut args = Value::Object(args.unwrap_or_default());
+        if name == DONE {
+            if self.role == Role::ReadOnly {
+                return Err(NetError::AccessDenied("role read-only may not end the episode".into()).into());
+            }
+            let finished = self
+                .link
+                .done()
+                .await
+                .ok_or_else(|| ErrorData::from(NetError::Unreachable("the episode is gone".into())))?;
+            let data =
+                json!({"record": finished.record, "error": finished.error, "run_dir": finished.run_dir});
+            return Ok(structured(data.to_string(), data, false));
+        }
+        if !tools::NETWORK_TOOLS.contains(&name) {
+            return Err(invalid(format!(
+                "unknown tool `{name}` (tools: {}, done)",
+                tools::NETWORK_TOOLS.join(", ")
+            )));
+        }
+        if self.role == Role::ReadOnly && WRITES.contains(&name) {
+            tracing::warn!(tool = name, args = %redact_json(&args), "refused to role read-only");
+            return Err(NetError::AccessDenied(format!("role read-only may not call {name}")).into());
+        }
+        if let Some(d) = &self.scope_device {
+            if args.get("device").is_some_and(|a| a != d.as_str()) {
+                return Err(invalid(format!("this server is device {d}'s; `device` names another")));
+            }
+            args["device"] = json!(d);
+        }
+        // Wait for the network: a client may connect while the episode is still building it.
+        self.live().await?;
+        let call = ToolCall::new(name, args);
+        // No answer: the episode ended (done, the step or time budget, the operator's stop);
+        // when a budget ran out on this very call, the call ran but its answer is lost.
+        let obs = self.link.call(call).await.ok_or_else(|| {
+            ErrorData::from(NetError::Unreachable(
+                "the episode is over (done, its step or time budget, or stopped): its network is gone; `done` returns its scores".into(),
+            ))
+        })?;
+        if let Some(err) = obs.data.as_ref().and_then(|d| d.get("error")).and_then(NetError::from_json) {
+            return Err(err.into());
+        }
+        let data = obs.data.clone().unwrap_or(Value::Null);
+        let text = if self.role == Role::ReadOnly { redact(&obs.content) } else { obs.content.clone() };
+        let data = if self.role == Role::ReadOnly { redact_json(&data) } else { data };
+        Ok(structured(text, data, !obs.ok))
+    }
+}
+
+fn structured(text: String, data: Value, is_error: bool) -> CallToolResult {
+    let content = vec![ContentBlock::text(text)];
+    let mut result = if is_error { CallToolResult::error(content) } else { CallToolResult::success(content) };
+    if data.is_object() {
+        result.structured_content = Some(data);
+    }
+    result
+}
+
+impl ServerHandler for NetworkServer {
+    fn get_info(&self) -> InitializeResult {
+        let network = to_object(self.capability());
+        let mut experimental = std::collections::BTreeMap::new();
+        experimental.insert("network".to_string(), network.clone());
+        let mut extensions = std::collections::BTreeMap::new();
+        extensions.insert("network".to_string(), network);
+        let capabilities = ServerCapabilities::builder()
+            .enable_experimental_with(experimental)
+            .enable_extensions_with(extensions)
+            .enable_prompts()
+            .enable_resources()
+            .enable_tools()
+            .build();
+        let instructions = self.link.live_now().map(|l| l.brief).unwrap_or_default();
+        let name = match &self.scope_device {
+            Some(d) => format!("netdojo device {d}"),
+            None => "netdojo network".to_string(),
+        };
+        InitializeResult::new(capabilities)
+            .with_protocol_version(ProtocolVersion::V_2025_11_25)
+            .with_server_info(Implementation::new(name, env!("CARGO_PKG_VERSION")))
+            .with_instructions(instructions)
+    }
+
+    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
+        std::borrow::Cow::Owned(VERSIONS.to_vec())
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let live =
+            tokio::time::timeout(Duration::from_secs(60), self.link.live()).await.ok().and_then(Result::ok);
+        Ok(ListToolsResult::with_all_items(self.tools_list(live.as_ref())))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        self.call(&request.name, request.arguments).await.map(Into::into)
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let live = self.live().await?;
+        let all = self.all_resources(&live).await?;
+        let start: usize = match request.and_then(|r| r.cursor) {
+            Some(c) => c.parse().map_err(|_| invalid(format!("bad cursor `{c}`")))?,
+            None => 0,
+        };
+        let end = (start + self.page_size).min(all.len());
+        let mut result =
+            ListResourcesResult::with_all_items(all.get(start..end).map(<[_]>::to_vec).unwrap_or_default());
+        if end < all.len() {
+            result.next_cursor = Some(end.to_string());
+        }
+        Ok(result)
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        self.read(&request.uri).await.map(Into::into)
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        Ok(ListPromptsResult::with_all_items(prompts()))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let args = request.arguments.unwrap_or_default();
+        let text = prompt_text(&request.name, &args)?;
+        Ok(GetPromptResult::new(vec![PromptMessage::new_text(MsgRole::User, text)]).into())
+    }
+}

@@ -1,0 +1,274 @@
+//! The eight tools of draft 002 §4 as data (name, description, JSON Schema), the `network`
+//! capability object of §3, and the dispatch of a call onto a device.
+
+use std::time::Duration;
+
+use netdojo_core::ToolSpec;
+use serde_json::{Value, json};
+
+use crate::device::{Device, Devices, Settings};
+use crate::error::NetError;
+
+pub const EXEC: &str = "network.cli.exec";
+pub const CONFIGURE: &str = "network.cli.configure";
+pub const YANG_GET: &str = "network.yang.get";
+pub const YANG_EDIT: &str = "network.yang.edit";
+pub const COMMIT: &str = "network.commit";
+pub const ROLLBACK: &str = "network.rollback";
+pub const PULL: &str = "network.file.pull";
+pub const PUSH: &str = "network.file.push";
+/// The tool an external agent ends its episode with (it becomes the runner's `finish`).
+pub const DONE: &str = "done";
+
+/// The eight tool names, in the seed's order.
+pub const NETWORK_TOOLS: [&str; 8] = [EXEC, CONFIGURE, YANG_GET, YANG_EDIT, COMMIT, ROLLBACK, PULL, PUSH];
+
+/// Tools that change the device: a read-only role may not call them (§8).
+pub const WRITES: [&str; 5] = [CONFIGURE, YANG_EDIT, COMMIT, ROLLBACK, PUSH];
+
+/// Whether a tool is backed on FRR 8.4: its northbound reads YANG data, and edits none.
+pub fn available(tool: &str) -> bool {
+    tool != YANG_EDIT
+}
+
+/// Which devices a server answers for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scope {
+    /// The whole network: every tool takes a `device` argument.
+    Network(Vec<String>),
+    /// One device (the seed's one server per device): no `device` argument.
+    Device(String),
+}
+
+fn object(mut properties: Value, required: &[&str], scope: &Scope) -> Value {
+    let mut required: Vec<&str> = required.to_vec();
+    if let Scope::Network(devices) = scope {
+        properties["device"] =
+            json!({"type": "string", "enum": devices, "description": "The device to act on."});
+        required.insert(0, "device");
+    }
+    json!({"type": "object", "properties": properties, "required": required, "additionalProperties": false})
+}
+
+/// The eight tools for `scope`.
+pub fn tool_specs(scope: &Scope, settings: &Settings) -> Vec<ToolSpec> {
+    let rollback = settings.rollback_timeout.as_secs();
+    vec![
+        ToolSpec::new(
+            EXEC,
+            "Execute an operational CLI show command (FRRouting vtysh) and return its output. Only \
+             read-only `show ...` commands run; anything else is refused.",
+            object(
+                json!({
+                    "command": {"type": "string", "description": "e.g. `show ip route`"},
+                    "timeout_s": {"type": "number", "minimum": 0.1, "description": "at most the server's limit"}
+                }),
+                &["command"],
+                scope,
+            ),
+        ),
+        ToolSpec::new(
+            CONFIGURE,
+            "Enter configuration mode and send commands (vtysh syntax, one per item, sub-mode \
+             commands after their `router ...`/`interface ...` line). target `candidate` (the \
+             default) checks each command and stages the accepted ones for network.commit; \
+             target `running` applies them at once. Answers each command with `success` or the \
+             device's error.",
+            object(
+                json!({
+                    "commands": {"type": "array", "items": {"type": "string"}, "maxItems": settings.max_bulk_edit},
+                    "target": {"type": "string", "enum": ["candidate", "running"]}
+                }),
+                &["commands"],
+                scope,
+            ),
+        ),
+        ToolSpec::new(
+            YANG_GET,
+            "Retrieve a YANG data node from FRR's northbound, as JSON: `operational` state of a \
+             path (e.g. /frr-interface:lib), or the `running` configuration of the daemon that \
+             owns it.",
+            object(
+                json!({
+                    "path": {"type": "string"},
+                    "datastore": {"enum": ["running", "operational"]}
+                }),
+                &["path"],
+                scope,
+            ),
+        ),
+        ToolSpec::new(
+            YANG_EDIT,
+            "Edit the candidate datastore through YANG. Not available on this device (FRR 8.4's \
+             northbound offers no YANG edit): use network.cli.configure.",
+            object(
+                json!({
+                    "path": {"type": "string"},
+                    "value": {},
+                    "operation": {"enum": ["merge", "replace", "delete"]}
+                }),
+                &["path"],
+                scope,
+            ),
+        ),
+        ToolSpec::new(
+            COMMIT,
+            format!(
+                "Commit the candidate to running. With `confirmed`, the commit rolls back on its \
+                 own unless a later network.commit confirms it within `timeout_s` (at most and by \
+                 default {rollback} s). A candidate the device refuses is not applied at all."
+            ),
+            object(
+                json!({
+                    "confirmed": {"type": "boolean"},
+                    "timeout_s": {"type": "number", "minimum": 0.1, "maximum": rollback},
+                    "comment": {"type": "string"}
+                }),
+                &[],
+                scope,
+            ),
+        ),
+        ToolSpec::new(
+            ROLLBACK,
+            "Roll back to before a previous commit (default: the last one), undoing it and every \
+             commit after it.",
+            object(json!({"commit": {"type": "integer", "minimum": 1}}), &[], scope),
+        ),
+        ToolSpec::new(
+            PULL,
+            "Back up a configuration file: running-config, startup-config or candidate-config.",
+            object(
+                json!({"file": {"enum": ["running-config", "startup-config", "candidate-config"]}}),
+                &["file"],
+                scope,
+            ),
+        ),
+        ToolSpec::new(
+            PUSH,
+            "Restore a configuration file: running-config replaces the running configuration \
+             (only the difference is applied, and it is recorded as a commit), candidate-config \
+             the candidate. Content the device does not accept is refused whole.",
+            object(
+                json!({
+                    "file": {"enum": ["running-config", "candidate-config"]},
+                    "content": {"type": "string"}
+                }),
+                &["file", "content"],
+                scope,
+            ),
+        ),
+    ]
+}
+
+/// The `done` tool of an episode.
+pub fn done_spec() -> ToolSpec {
+    ToolSpec::new(
+        DONE,
+        "End the episode: the network is evaluated (testcases, configuration score) and the \
+         scores come back. No tool call is accepted after it.",
+        json!({"type": "object", "properties": {}, "additionalProperties": false}),
+    )
+}
+
+/// The `network` capability object of §3, with the values of the devices behind a server.
+pub fn capability(devices: &[&Device], settings: &Settings) -> Value {
+    let mut modules: Vec<String> = devices.iter().flat_map(|d| d.yang_modules().iter().cloned()).collect();
+    modules.sort();
+    modules.dedup();
+    json!({
+        "yangModules": modules,
+        "cliDialect": "frr-vtysh",
+        "configDatastore": ["running", "candidate", "operational"],
+        // No event stream is translated into MCP notifications yet.
+        "notificationStream": [],
+        "maxBulkEdit": settings.max_bulk_edit,
+        "supportsRollback": true,
+        "rollbackTimeout": settings.rollback_timeout.as_secs(),
+    })
+}
+
+fn str_arg<'a>(args: &'a Value, key: &str) -> Result<&'a str, NetError> {
+    args.get(key)
+        .and_then(Value::as_str)
+        .ok_or_else(|| NetError::InvalidParams(format!("missing string `{key}`")))
+}
+
+fn secs(args: &Value, key: &str) -> Option<Duration> {
+    args.get(key).and_then(Value::as_f64).filter(|s| s.is_finite() && *s > 0.0).map(Duration::from_secs_f64)
+}
+
+/// Runs one network tool on `devices`. `args` carries `device`. The answer is JSON; show
+/// command output and files are in its `output` / `content` string.
+pub async fn dispatch(devices: &Devices, tool: &str, args: &Value) -> Result<Value, NetError> {
+    let device = devices.get(str_arg(args, "device")?)?;
+    match tool {
+        EXEC => {
+            let output = device.exec(str_arg(args, "command")?, secs(args, "timeout_s")).await?;
+            Ok(json!({"device": device.name(), "output": output}))
+        }
+        CONFIGURE => {
+            let commands: Vec<String> = args
+                .get("commands")
+                .and_then(Value::as_array)
+                .ok_or_else(|| NetError::InvalidParams("missing array `commands`".into()))?
+                .iter()
+                .map(|c| c.as_str().map(str::to_string))
+                .collect::<Option<_>>()
+                .ok_or_else(|| NetError::InvalidParams("`commands` holds strings only".into()))?;
+            let running = args.get("target").and_then(Value::as_str) == Some("running");
+            let results = device.configure(&commands, running).await?;
+            let ok = results.iter().all(|r| r.status == "success");
+            Ok(json!({"device": device.name(), "target": if running { "running" } else { "candidate" },
+                "ok": ok, "results": results}))
+        }
+        YANG_GET => {
+            let datastore = args.get("datastore").and_then(Value::as_str).unwrap_or("operational");
+            let data = device.yang_get(str_arg(args, "path")?, datastore).await?;
+            Ok(json!({"device": device.name(), "datastore": datastore, "data": data}))
+        }
+        YANG_EDIT => Err(NetError::ConfigIncompatible {
+            message: format!(
+                "device {}: network.yang.edit is not available (FRR 8.4's northbound offers no YANG edit); use network.cli.configure",
+                device.name()
+            ),
+            details: json!({"available": false, "use": CONFIGURE}),
+        }),
+        COMMIT => {
+            let confirmed = args.get("confirmed").and_then(Value::as_bool).unwrap_or(false);
+            let comment = args.get("comment").and_then(Value::as_str).unwrap_or_default();
+            device.commit(confirmed, secs(args, "timeout_s"), comment).await
+        }
+        ROLLBACK => device.rollback(args.get("commit").and_then(Value::as_u64)).await,
+        PULL => {
+            let file = str_arg(args, "file")?;
+            Ok(json!({"device": device.name(), "file": file, "content": device.pull(file).await?}))
+        }
+        PUSH => device.push(str_arg(args, "file")?, str_arg(args, "content")?).await,
+        other => Err(NetError::InvalidParams(format!("unknown tool `{other}`"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tools_of_a_device_and_of_the_network() {
+        let settings = Settings::default();
+        let device = tool_specs(&Scope::Device("R1".into()), &settings);
+        assert_eq!(device.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), NETWORK_TOOLS);
+        insta::assert_json_snapshot!("tools_device", device);
+        let network = tool_specs(&Scope::Network(vec!["R1".into(), "R2".into()]), &settings);
+        for t in &network {
+            assert_eq!(t.parameters["required"][0], "device", "{}", t.name);
+            assert_eq!(t.parameters["properties"]["device"]["enum"], json!(["R1", "R2"]), "{}", t.name);
+        }
+        insta::assert_json_snapshot!("tools_network_exec", network[0]);
+    }
+
+    #[test]
+    fn the_capability_object_has_the_seeds_fields() {
+        let settings = Settings { rollback_timeout: Duration::from_secs(30), ..Settings::default() };
+        insta::assert_json_snapshot!("capability_without_devices", capability(&[], &settings));
+    }
+}

@@ -1,0 +1,744 @@
+//! netdojo-mcp on real FRR routers: the protocol on stdio and streamable HTTP, a NetConfBench
+//! task solved through network.cli.configure + network.commit with the oracle's scores, the
+//! confirmed commit that rolls back on its own, each §7 error code from a real condition,
+//! roles, and the official MCP Python SDK as an independent client.
+
+mod common {
+    use std::collections::BTreeMap;
+    use std::net::SocketAddr;
+    use std::path::{Path, PathBuf};
+    use std::sync::Arc;
+
+    use netdojo_core::runner::{Budget, Runner};
+    use netdojo_core::store::RunDir;
+    use netdojo_core::{Scorer, StaticSuite, Task, TaskSource};
+    use netdojo_mcp::episode::run_config;
+    use netdojo_mcp::{Episode, Finished, Role, Settings};
+    use rmcp::ServiceExt;
+    use rmcp::model::{CallToolRequestParams, CallToolResult, ErrorData, JsonObject};
+    use rmcp::service::{RoleClient, RunningService, ServiceError};
+    use rmcp::transport::StreamableHttpClientTransport;
+    use serde_json::Value;
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    use tokio_util::sync::CancellationToken;
+
+    pub fn ready(what: &str) -> bool {
+        let root = nix::unistd::geteuid().is_root();
+        let frr = Path::new(netdojo_linux::frr::FRR_BIN).join("zebra").exists();
+        if root && frr {
+            return true;
+        }
+        assert!(std::env::var_os("CI").is_none(), "{what}: CI must run as root with FRRouting installed");
+        eprintln!("skipping {what}: needs root and FRRouting (apt-get install frr)");
+        false
+    }
+
+    pub fn suite() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/netconf")
+    }
+
+    pub fn task(id: &str) -> Task {
+        let suite = StaticSuite::load(suite().join(format!("{id}.json"))).expect("task loads");
+        suite.tasks().next().expect("one task").expect("valid task")
+    }
+
+    pub fn scorers() -> Vec<Box<dyn Scorer>> {
+        netdojo_mcp::serve::scorers()
+    }
+
+    /// The scores that do not depend on who solved the task (no latency).
+    pub fn scores(record: &netdojo_core::EpisodeRecord) -> BTreeMap<String, Value> {
+        record
+            .metrics
+            .iter()
+            .filter(|m| {
+                ["correct", "checks_passed", "command_precision", "command_recall", "command_f1"]
+                    .contains(&m.name.as_str())
+            })
+            .map(|m| (m.name.clone(), serde_json::to_value(m.value).expect("json")))
+            .collect()
+    }
+
+    /// The built-in oracle on `task`, through the same runner.
+    pub async fn oracle_scores(task: &Task) -> BTreeMap<String, Value> {
+        let runner = Runner {
+            env: Arc::new(netdojo_netconf::NetconfFactory::new().expect("factory")),
+            agent: Arc::new(netdojo_scripted::OracleFactory),
+            scorers: Arc::new(scorers()),
+            budget: Budget::default(),
+            concurrency: 1,
+        };
+        let (record, _) = runner.run_episode(task).await;
+        assert!(record.error.is_none(), "oracle episode errored: {:?}", record.error);
+        scores(&record)
+    }
+
+    /// An episode served on streamable HTTP at 127.0.0.1.
+    pub struct Http {
+        pub addr: SocketAddr,
+        pub episode: Episode,
+        pub cancel: CancellationToken,
+        pub _dir: tempfile::TempDir,
+    }
+
+    impl Http {
+        pub fn url(&self, path: &str) -> String {
+            format!("http://{}{path}", self.addr)
+        }
+        pub async fn finish(self) -> Option<Finished> {
+            let f = self.episode.join().await;
+            self.cancel.cancel();
+            f
+        }
+    }
+
+    pub async fn http(task: Task, settings: Settings, role: Role) -> Http {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let budget = Budget { max_steps: 100, ..netdojo_mcp::serve::default_budget() };
+        let store =
+            RunDir::create(dir.path().join("run"), &run_config(&task, &settings, &budget)).expect("run dir");
+        let episode = Episode::start(task, settings, scorers(), budget, store).expect("episode");
+        let live = episode.link.live().await.expect("network up");
+        let cancel = CancellationToken::new();
+        let app = netdojo_mcp::transport::router(
+            episode.link.clone(),
+            &live.devices.names(),
+            role,
+            settings,
+            &cancel,
+        );
+        let (addr, _server) = netdojo_mcp::transport::serve_http(app, 0, cancel.clone()).await.expect("bind");
+        assert!(addr.ip().is_loopback(), "{addr}");
+        Http { addr, episode, cancel, _dir: dir }
+    }
+
+    pub type Client = RunningService<RoleClient, ()>;
+
+    pub async fn client(url: &str) -> Client {
+        ().serve(StreamableHttpClientTransport::from_uri(url.to_string())).await.expect("MCP client connects")
+    }
+
+    pub fn obj(v: Value) -> JsonObject {
+        match v {
+            Value::Object(o) => o,
+            other => panic!("not an object: {other}"),
+        }
+    }
+
+    pub async fn call(client: &Client, name: &str, args: Value) -> Result<CallToolResult, ErrorData> {
+        match client.call_tool(CallToolRequestParams::new(name.to_string()).with_arguments(obj(args))).await {
+            Ok(r) => Ok(r),
+            Err(ServiceError::McpError(e)) => Err(e),
+            Err(other) => panic!("{name}: transport failure: {other}"),
+        }
+    }
+
+    pub async fn ok(client: &Client, name: &str, args: Value) -> Value {
+        let r = call(client, name, args.clone()).await.unwrap_or_else(|e| panic!("{name} {args}: {e:?}"));
+        assert_ne!(r.is_error, Some(true), "{name} {args}: {r:?}");
+        r.structured_content.clone().unwrap_or(Value::Null)
+    }
+
+    pub async fn code(client: &Client, name: &str, args: Value) -> (i32, String) {
+        match call(client, name, args.clone()).await {
+            Err(e) => (e.code.0, e.message.to_string()),
+            Ok(r) => panic!("{name} {args}: expected an error, got {r:?}"),
+        }
+    }
+
+    /// The `initialize` answer as JSON, straight off the wire.
+    pub async fn raw_initialize(url: &str) -> Value {
+        let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}});
+        let res = reqwest::Client::new()
+            .post(url)
+            .header("accept", "application/json, text/event-stream")
+            .json(&body)
+            .send()
+            .await
+            .expect("POST initialize");
+        assert!(res.status().is_success(), "{}", res.status());
+        res.json().await.expect("JSON answer")
+    }
+
+    /// netdojo-mcp on stdio, spoken to line by line as any MCP client would.
+    pub struct Stdio {
+        child: tokio::process::Child,
+        stdin: tokio::process::ChildStdin,
+        lines: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
+        next: u64,
+        pub _dir: tempfile::TempDir,
+    }
+
+    impl Stdio {
+        pub fn start(task: &str, extra: &[&str]) -> Self {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_netdojo-mcp"))
+                .args(["serve", "--task", task, "--suite"])
+                .arg(suite())
+                .arg("--out")
+                .arg(dir.path().join("run"))
+                .args(extra)
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .kill_on_drop(true)
+                .spawn()
+                .expect("netdojo-mcp starts");
+            let stdin = child.stdin.take().expect("stdin");
+            let lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+            Self { child, stdin, lines, next: 1, _dir: dir }
+        }
+
+        pub async fn notify(&mut self, method: &str) {
+            let msg = serde_json::json!({"jsonrpc": "2.0", "method": method});
+            self.stdin.write_all(format!("{msg}\n").as_bytes()).await.expect("write");
+        }
+
+        /// One request; its whole answer (`result` or `error`).
+        pub async fn request(&mut self, method: &str, params: Value) -> Value {
+            let id = self.next;
+            self.next += 1;
+            let msg = serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+            self.stdin.write_all(format!("{msg}\n").as_bytes()).await.expect("write");
+            loop {
+                let line = self.lines.next_line().await.expect("read").expect("the server answers");
+                let v: Value =
+                    serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+                if v["id"] == id {
+                    return v;
+                }
+            }
+        }
+
+        pub async fn tool(&mut self, name: &str, args: Value) -> Value {
+            let v = self.request("tools/call", serde_json::json!({"name": name, "arguments": args})).await;
+            assert!(v.get("error").is_none() && v["result"]["isError"] != true, "{name} {args}: {v}");
+            v["result"].clone()
+        }
+
+        pub async fn wait(mut self) {
+            drop(self.stdin);
+            let status = tokio::time::timeout(std::time::Duration::from_secs(60), self.child.wait())
+                .await
+                .expect("netdojo-mcp exits after its episode")
+                .expect("wait");
+            assert!(status.success(), "{status}");
+        }
+    }
+}
+
+/// The `network` object of §3 as the seed writes it, with this device's true values.
+fn assert_network_capability(network: &serde_json::Value, rollback: u64) {
+    let keys: Vec<&str> = network.as_object().expect("object").keys().map(String::as_str).collect();
+    assert_eq!(
+        keys,
+        [
+            "yangModules",
+            "cliDialect",
+            "configDatastore",
+            "notificationStream",
+            "maxBulkEdit",
+            "supportsRollback",
+            "rollbackTimeout"
+        ],
+        "{network}"
+    );
+    let modules: Vec<&str> =
+        network["yangModules"].as_array().expect("list").iter().filter_map(|m| m.as_str()).collect();
+    for m in ["frr-interface", "frr-zebra", "frr-staticd", "frr-routing"] {
+        assert!(modules.contains(&m), "{m} missing from {modules:?}");
+    }
+    assert_eq!(network["cliDialect"], "frr-vtysh");
+    assert_eq!(network["configDatastore"], serde_json::json!(["running", "candidate", "operational"]));
+    assert_eq!(network["supportsRollback"], true);
+    assert_eq!(network["rollbackTimeout"], rollback);
+    assert_eq!(network["maxBulkEdit"], 1000);
+}
+
+const EIGHT: [&str; 8] = [
+    "network.cli.exec",
+    "network.cli.configure",
+    "network.yang.get",
+    "network.yang.edit",
+    "network.commit",
+    "network.rollback",
+    "network.file.pull",
+    "network.file.push",
+];
+
+mod end_to_end {
+    use super::common::*;
+    use super::*;
+    use netdojo_core::TaskKind;
+    use serde_json::json;
+
+    const TASK: &str = "ospf-single-area";
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn a_task_solved_over_stdio_and_over_http_scores_as_the_oracle_does() {
+        if !ready("MCP end to end") {
+            return;
+        }
+        let task = task(TASK);
+        let TaskKind::Config(config) = &task.kind else { panic!("a configuration task") };
+        assert!(config.ground_truth_linux.is_empty(), "an FRR-only task");
+        let oracle = oracle_scores(&task).await;
+        assert_eq!(oracle["correct"], json!(true), "the oracle solves {TASK}: {oracle:?}");
+
+        // stdio: the binary, spoken to line by line.
+        let mut stdio = Stdio::start(TASK, &[]);
+        let init = stdio
+            .request(
+                "initialize",
+                json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "test", "version": "0"}}),
+            )
+            .await;
+        assert_network_capability(&init["result"]["capabilities"]["network"], 300);
+        assert_eq!(init["result"]["protocolVersion"], "2025-06-18");
+        assert!(init["result"]["instructions"].as_str().unwrap_or("").contains("OSPF"), "{init}");
+        stdio.notify("notifications/initialized").await;
+        let tools = stdio.request("tools/list", json!({})).await;
+        let names: Vec<&str> = tools["result"]["tools"]
+            .as_array()
+            .expect("tools")
+            .iter()
+            .filter_map(|t| t["name"].as_str())
+            .collect();
+        for t in EIGHT {
+            assert!(names.contains(&t), "{t} not listed: {names:?}");
+        }
+        assert!(names.contains(&"done"), "{names:?}");
+        let exec = tools["result"]["tools"]
+            .as_array()
+            .expect("tools")
+            .iter()
+            .find(|t| t["name"] == "network.cli.exec")
+            .expect("exec")
+            .clone();
+        assert_eq!(exec["inputSchema"]["required"], json!(["device", "command"]), "{exec}");
+        assert_eq!(exec["inputSchema"]["properties"]["device"]["enum"], json!(["R1", "R2", "R3"]), "{exec}");
+        let resources = stdio.request("resources/list", json!({})).await;
+        let uris: Vec<&str> = resources["result"]["resources"]
+            .as_array()
+            .expect("list")
+            .iter()
+            .filter_map(|r| r["uri"].as_str())
+            .collect();
+        for uri in [
+            "network://R1/routing/ipv4/route-table",
+            "network://R2/file/running-config",
+            "network://R3/interface/eth0",
+        ] {
+            assert!(uris.contains(&uri), "{uri} not in {uris:?}");
+        }
+        for (device, commands) in &config.ground_truth_configs {
+            let staged =
+                stdio.tool("network.cli.configure", json!({"device": device, "commands": commands})).await;
+            assert_eq!(staged["structuredContent"]["ok"], true, "{staged}");
+            let committed = stdio.tool("network.commit", json!({"device": device})).await;
+            assert_eq!(committed["structuredContent"]["committed"], true, "{committed}");
+        }
+        let done = stdio.tool("done", json!({})).await;
+        let record: netdojo_core::EpisodeRecord =
+            serde_json::from_value(done["structuredContent"]["record"].clone()).expect("a record");
+        assert_eq!(record.agent, "mcp");
+        assert_eq!(record.steps, 2 * config.ground_truth_configs.len(), "every call is a step");
+        assert_eq!(scores(&record), oracle, "stdio episode");
+        stdio.wait().await;
+
+        // Streamable HTTP: the rmcp client, the whole-network endpoint.
+        let http = http(task.clone(), Default::default(), netdojo_mcp::Role::Operator).await;
+        let raw = raw_initialize(&http.url("/mcp")).await;
+        assert_network_capability(&raw["result"]["capabilities"]["network"], 300);
+        let client = client(&http.url("/mcp")).await;
+        let info = client.peer_info().expect("initialized");
+        assert_network_capability(
+            &serde_json::Value::Object(
+                info.capabilities.experimental.clone().expect("experimental")["network"].clone(),
+            ),
+            300,
+        );
+        let tools = client.list_all_tools().await.expect("tools/list");
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+        for t in EIGHT {
+            assert!(names.contains(&t), "{t} not listed: {names:?}");
+        }
+        let edit = tools.iter().find(|t| t.name == "network.yang.edit").expect("yang.edit");
+        assert_eq!(
+            edit.meta.as_ref().map(|m| m.0["available"].clone()),
+            Some(json!(false)),
+            "downgrade advertised"
+        );
+        let get = tools.iter().find(|t| t.name == "network.yang.get").expect("yang.get");
+        assert_eq!(get.meta.as_ref().map(|m| m.0["available"].clone()), Some(json!(true)));
+        let resources = client.list_all_resources().await.expect("resources/list");
+        let route_table =
+            resources.iter().find(|r| r.uri == "network://R1/routing/ipv4/route-table").expect("route table");
+        assert_eq!(route_table.mime_type.as_deref(), Some("application/json"));
+        let running =
+            resources.iter().find(|r| r.uri == "network://R1/file/running-config").expect("running");
+        assert_eq!(running.mime_type.as_deref(), Some("text/plain"));
+        for (device, commands) in &config.ground_truth_configs {
+            ok(&client, "network.cli.configure", json!({"device": device, "commands": commands})).await;
+            ok(&client, "network.commit", json!({"device": device})).await;
+        }
+        let done = ok(&client, "done", json!({})).await;
+        let record: netdojo_core::EpisodeRecord =
+            serde_json::from_value(done["record"].clone()).expect("record");
+        assert_eq!(scores(&record), oracle, "HTTP episode");
+        // The run directory holds the episode like any other.
+        let run_dir = done["run_dir"].as_str().expect("run dir").to_string();
+        let store = netdojo_core::store::RunDir::inspect(&run_dir).expect("a run directory");
+        let trajectory = store.trajectory(TASK).expect("trajectory");
+        assert_eq!(trajectory.steps.len(), 6);
+        assert_eq!(trajectory.steps[0].call.name, "network.cli.configure");
+        assert!(trajectory.steps.iter().all(|s| s.check.safe), "a state check after every step");
+        http.finish().await.expect("finished");
+    }
+}
+
+mod commits {
+    use std::time::Duration;
+
+    use super::common::*;
+    use netdojo_mcp::device::normalize;
+    use netdojo_mcp::{Role, Settings};
+    use serde_json::json;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn an_unconfirmed_commit_rolls_back_on_its_own_and_rollback_undoes_commits() {
+        if !ready("confirmed commit") {
+            return;
+        }
+        let settings = Settings { rollback_timeout: Duration::from_secs(2), ..Settings::default() };
+        let http = http(task("static-route"), settings, Role::Operator).await;
+        // The seed's one server per device: /mcp/R1, no `device` argument.
+        let raw = raw_initialize(&http.url("/mcp/R1")).await;
+        assert_eq!(raw["result"]["capabilities"]["network"]["rollbackTimeout"], 2);
+        let client = client(&http.url("/mcp/R1")).await;
+        let running = |c: serde_json::Value| c["content"].as_str().expect("content").to_string();
+        let before = running(ok(&client, "network.file.pull", json!({"file": "running-config"})).await);
+
+        let staged = ok(&client, "network.cli.configure", json!({"commands": ["ip route 9.9.9.0/24 10.0.12.2", "interface eth0", " description uplink", "exit"]})).await;
+        assert_eq!(staged["ok"], true, "{staged}");
+        let candidate = running(ok(&client, "network.file.pull", json!({"file": "candidate-config"})).await);
+        assert!(candidate.contains("ip route 9.9.9.0/24"), "{candidate}");
+        assert_eq!(
+            normalize(&running(ok(&client, "network.file.pull", json!({"file": "running-config"})).await)),
+            normalize(&before),
+            "staging changes nothing"
+        );
+
+        let committed = ok(&client, "network.commit", json!({"confirmed": true, "timeout_s": 1.5})).await;
+        assert_eq!(committed["rollback_in_s"], 1.5, "{committed}");
+        let after = running(ok(&client, "network.file.pull", json!({"file": "running-config"})).await);
+        assert!(
+            after.contains("ip route 9.9.9.0/24 10.0.12.2") && after.contains("description uplink"),
+            "{after}"
+        );
+
+        // Not confirmed: within rollbackTimeout the device is back to what it was.
+        let start = std::time::Instant::now();
+        loop {
+            let now = running(ok(&client, "network.file.pull", json!({"file": "running-config"})).await);
+            if normalize(&now) == normalize(&before) {
+                break;
+            }
+            assert!(start.elapsed() < Duration::from_secs(10), "still not rolled back:\n{now}");
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        assert!(start.elapsed() <= Duration::from_secs(4), "rolled back after {:?}", start.elapsed());
+        // The next commit hears of it: -32086.
+        let (code, message) = code(&client, "network.commit", json!({})).await;
+        assert_eq!(code, -32086, "{message}");
+        assert!(message.contains("not confirmed"), "{message}");
+
+        // A confirmed commit that is confirmed stays.
+        ok(&client, "network.cli.configure", json!({"commands": ["ip route 8.8.8.0/24 10.0.12.2"]})).await;
+        ok(&client, "network.commit", json!({"confirmed": true, "timeout_s": 1})).await;
+        let confirmed = ok(&client, "network.commit", json!({})).await;
+        assert!(confirmed["confirmed"].is_u64(), "{confirmed}");
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let kept = running(ok(&client, "network.file.pull", json!({"file": "running-config"})).await);
+        assert!(kept.contains("ip route 8.8.8.0/24 10.0.12.2"), "{kept}");
+
+        // network.rollback undoes it.
+        let rolled = ok(&client, "network.rollback", json!({})).await;
+        assert!(rolled["rolled_back_to_before"].is_u64(), "{rolled}");
+        let back = running(ok(&client, "network.file.pull", json!({"file": "running-config"})).await);
+        assert_eq!(normalize(&back), normalize(&before));
+
+        // file.push restores a backup (only the difference is applied) and is a commit too.
+        let mut with_route = before.clone();
+        with_route.push_str("ip route 7.7.7.0/24 10.0.12.2\n");
+        ok(&client, "network.file.push", json!({"file": "running-config", "content": with_route})).await;
+        let pushed = running(ok(&client, "network.file.pull", json!({"file": "running-config"})).await);
+        assert!(pushed.contains("ip route 7.7.7.0/24 10.0.12.2"), "{pushed}");
+        ok(&client, "network.rollback", json!({})).await;
+        let back = running(ok(&client, "network.file.pull", json!({"file": "running-config"})).await);
+        assert_eq!(normalize(&back), normalize(&before));
+
+        http.episode.link.done().await.expect("finished");
+        http.finish().await;
+    }
+}
+
+mod errors {
+    use super::common::*;
+    use netdojo_mcp::{Role, Settings};
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+    use serde_json::json;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn each_network_error_code_comes_from_a_real_condition() {
+        if !ready("error codes") {
+            return;
+        }
+        let http = http(task("bgp-ebgp"), Settings::default(), Role::Operator).await;
+        let client = client(&http.url("/mcp/R1")).await;
+
+        // -32084: the device refuses the candidate (bgpd runs one instance: a second AS is
+        // refused though vtysh's parser accepts it); nothing of it stays.
+        let before = ok(&client, "network.file.pull", json!({"file": "running-config"})).await;
+        ok(&client, "network.cli.configure", json!({"commands": ["router bgp 64999", "exit"]})).await;
+        ok(&client, "network.commit", json!({})).await;
+        ok(
+            &client,
+            "network.cli.configure",
+            json!({"commands": ["ip route 6.6.6.0/24 10.0.12.2", "router bgp 64998", "exit"]}),
+        )
+        .await;
+        let (c, message) = code(&client, "network.commit", json!({})).await;
+        assert_eq!(c, -32084, "{message}");
+        let now = ok(&client, "network.file.pull", json!({"file": "running-config"})).await;
+        let now = now["content"].as_str().expect("content");
+        assert!(
+            !now.contains("6.6.6.0/24") && !now.contains("64998"),
+            "the refused commit left nothing:\n{now}"
+        );
+        ok(&client, "network.rollback", json!({})).await;
+        let back = ok(&client, "network.file.pull", json!({"file": "running-config"})).await;
+        assert_eq!(
+            netdojo_mcp::device::normalize(back["content"].as_str().expect("c")),
+            netdojo_mcp::device::normalize(before["content"].as_str().expect("c"))
+        );
+        // -32084 too: a backup that is not configuration, and YANG edit on a device without it.
+        let (c, message) = code(
+            &client,
+            "network.file.push",
+            json!({"file": "running-config", "content": "hostname R1\nfrobnicate all\n"}),
+        )
+        .await;
+        assert_eq!(c, -32084, "{message}");
+        assert!(message.contains("frobnicate"), "{message}");
+        let (c, message) = code(&client, "network.yang.edit", json!({"path": "/frr-interface:lib"})).await;
+        assert_eq!(c, -32084, "{message}");
+
+        // -32085: a rollback with nothing to roll back to.
+        let (c, message) = code(&client, "network.rollback", json!({"commit": 999})).await;
+        assert_eq!(c, -32085, "{message}");
+
+        // -32081: zebra stops answering (SIGSTOP), a show command runs out of time.
+        let zebra = zebra_pid(&http, "R1").await;
+        kill(Pid::from_raw(zebra), Signal::SIGSTOP).expect("stop zebra");
+        let result =
+            call(&client, "network.cli.exec", json!({"command": "show interface", "timeout_s": 1})).await;
+        kill(Pid::from_raw(zebra), Signal::SIGCONT).expect("continue zebra");
+        match result {
+            Err(e) => assert_eq!(e.code.0, -32081, "{e:?}"),
+            Ok(r) => panic!("a stopped zebra answered: {r:?}"),
+        }
+        let show = ok(&client, "network.cli.exec", json!({"command": "show interface brief"})).await;
+        assert!(show["output"].as_str().unwrap_or("").contains("eth0"), "{show}");
+
+        // Reads work, writes refused under read-only: see roles. Non-show commands are bad params.
+        let (c, _) = code(&client, "network.cli.exec", json!({"command": "configure terminal"})).await;
+        assert_eq!(c, -32602);
+
+        // YANG reads.
+        let yang = ok(
+            &client,
+            "network.yang.get",
+            json!({"path": "/frr-interface:lib", "datastore": "operational"}),
+        )
+        .await;
+        assert!(yang["data"]["frr-interface:lib"]["interface"].is_array(), "{yang}");
+
+        // -32082: the episode is over, its network gone.
+        http.episode.link.done().await.expect("finished");
+        let (c, message) = code(&client, "network.cli.exec", json!({"command": "show ip route"})).await;
+        assert_eq!(c, -32082, "{message}");
+        http.finish().await;
+    }
+
+    /// The PID of `device`'s zebra (from the pid file FRR writes in netdojo's run directory).
+    async fn zebra_pid(http: &Http, device: &str) -> i32 {
+        let live = http.episode.link.live().await.expect("live");
+        let ns = live.devices.get(device).expect("device").namespace().expect("namespace");
+        let pid = std::fs::read_to_string(
+            std::path::Path::new(netdojo_linux::frr::RUN_DIR).join(ns).join("zebra.pid"),
+        )
+        .expect("pid file");
+        pid.trim().parse().expect("a pid")
+    }
+}
+
+mod roles {
+    use super::common::*;
+    use netdojo_mcp::{Role, Settings};
+    use serde_json::json;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn a_read_only_role_reads_and_is_refused_every_change() {
+        if !ready("roles") {
+            return;
+        }
+        let http = http(task("static-route"), Settings::default(), Role::ReadOnly).await;
+        let client = client(&http.url("/mcp/R1")).await;
+        ok(&client, "network.cli.exec", json!({"command": "show ip route"})).await;
+        ok(&client, "network.file.pull", json!({"file": "running-config"})).await;
+        for (tool, args) in [
+            ("network.cli.configure", json!({"commands": ["ip route 9.9.9.0/24 10.0.12.2"]})),
+            ("network.commit", json!({})),
+            ("network.rollback", json!({})),
+            ("network.file.push", json!({"file": "running-config", "content": "hostname R1\n"})),
+            ("network.yang.edit", json!({"path": "/frr-interface:lib"})),
+        ] {
+            let (c, message) = code(&client, tool, args).await;
+            assert_eq!(c, -32083, "{tool}: {message}");
+        }
+        let tools = client.list_all_tools().await.expect("tools");
+        let configure = tools.iter().find(|t| t.name == "network.cli.configure").expect("configure");
+        assert_eq!(configure.meta.as_ref().map(|m| m.0["allowed"].clone()), Some(json!(false)));
+        http.episode.stop();
+        http.finish().await;
+    }
+}
+
+mod python_sdk {
+    use super::common::*;
+    use netdojo_mcp::{Role, Settings};
+
+    /// The official MCP Python SDK (`mcp` on PyPI, installed by .ci/mcp-python-sdk; the test
+    /// reads its python from NETDOJO_MCP_PYTHON) against the per-device HTTP endpoint.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn the_official_python_sdk_lists_the_tools_and_runs_a_show_command() {
+        if !ready("Python SDK interop") {
+            return;
+        }
+        let Some(python) = std::env::var_os("NETDOJO_MCP_PYTHON") else {
+            assert!(std::env::var_os("CI").is_none(), "CI must set NETDOJO_MCP_PYTHON (.ci/mcp-python-sdk)");
+            eprintln!(
+                "skipping the Python SDK test: set NETDOJO_MCP_PYTHON to a python with `mcp` (bash .ci/mcp-python-sdk)"
+            );
+            return;
+        };
+        let http = http(task("static-route"), Settings::default(), Role::ReadOnly).await;
+        let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python_client.py");
+        let out = tokio::process::Command::new(python)
+            .arg(script)
+            .arg(http.url("/mcp/R1"))
+            .arg("show ip route")
+            .output()
+            .await
+            .expect("python runs");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+        let v: serde_json::Value = serde_json::from_str(stdout.trim()).expect("one JSON line");
+        super::assert_network_capability(&v["network"], 300);
+        let tools: Vec<&str> =
+            v["tools"].as_array().expect("tools").iter().filter_map(|t| t.as_str()).collect();
+        for t in super::EIGHT {
+            assert!(tools.contains(&t), "{t}: {tools:?}");
+        }
+        assert_eq!(v["schemas"]["network.cli.exec"]["required"], serde_json::json!(["command"]));
+        assert_eq!(v["exec_is_error"], false);
+        assert!(v["exec_text"].as_str().unwrap_or("").contains("10.0.12.0/30"), "{v}");
+        assert_eq!(v["configure_refused_code"], -32083, "{v}");
+        http.episode.stop();
+        http.finish().await;
+    }
+}
+
+mod client {
+    use super::common::*;
+    use netdojo_core::{Environment, ToolCall};
+    use netdojo_mcp::client::McpEnvironment;
+    use netdojo_mcp::{Role, Settings};
+    use rmcp::model::ReadResourceRequestParams;
+    use serde_json::json;
+
+    /// netdojo-mcp's own client as an Environment, against a served episode: the tools, a
+    /// call, an error with its code, resources, and the remote verdict at evaluate.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn an_mcp_server_is_an_environment_through_the_client() {
+        if !ready("MCP client") {
+            return;
+        }
+        let task = task("static-route");
+        let http = http(task.clone(), Settings::default(), Role::Operator).await;
+
+        // Resources, paged route table.
+        let raw = client(&http.url("/mcp/R1")).await;
+        let read = raw
+            .read_resource(ReadResourceRequestParams::new("network:///routing/ipv4/route-table"))
+            .await
+            .expect("read");
+        let text = match &read.contents[0] {
+            rmcp::model::ResourceContents::TextResourceContents { text, mime_type, .. } => {
+                assert_eq!(mime_type.as_deref(), Some("application/json"));
+                text.clone()
+            }
+            other => panic!("text expected: {other:?}"),
+        };
+        let table: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+        assert!(
+            table["routes"].as_array().is_some_and(|r| r.iter().any(|r| r["prefix"] == "10.0.12.0/30")),
+            "{table}"
+        );
+        let iface = raw
+            .read_resource(ReadResourceRequestParams::new("network:///interface/eth0"))
+            .await
+            .expect("read");
+        match &iface.contents[0] {
+            rmcp::model::ResourceContents::TextResourceContents { text, mime_type, .. } => {
+                assert_eq!(mime_type.as_deref(), Some("application/yang-data+json"));
+                assert!(text.contains("\"eth0\""), "{text}");
+            }
+            other => panic!("text expected: {other:?}"),
+        }
+        let prompts = raw.list_all_prompts().await.expect("prompts");
+        let names: Vec<&str> = prompts.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["network.troubleshoot.ping-fail", "network.config.add-vlan", "network.security.audit"]
+        );
+
+        let mut env = McpEnvironment::connect_http(&http.url("/mcp")).await.expect("connects");
+        assert_eq!(env.network_capability().expect("network")["supportsRollback"], true);
+        let names: Vec<String> = env.tools().into_iter().map(|t| t.name).collect();
+        assert_eq!(names.len(), 8, "{names:?}");
+        let brief = env.reset(&task).await.expect("reset");
+        assert!(brief.contains("R1") && brief.contains("2.2.2.2/32"), "{brief}");
+        let obs = env
+            .execute(&ToolCall::new("network.cli.exec", json!({"device": "R1", "command": "show ip route"})))
+            .await
+            .expect("exec");
+        assert!(obs.ok && obs.content.contains("10.0.12.0/30"), "{obs:?}");
+        let refused = env
+            .execute(&ToolCall::new("network.cli.exec", json!({"device": "R1", "command": "write memory"})))
+            .await
+            .expect("exec");
+        assert!(
+            !refused.ok && refused.data.as_ref().is_some_and(|d| d["error"]["code"] == -32602),
+            "{refused:?}"
+        );
+        let outcome = env.evaluate(&task, None).await.expect("evaluate");
+        assert_eq!(outcome.checks.len(), 1);
+        assert!(!outcome.checks[0].passed, "nothing was configured: {outcome:?}");
+        env.close().await.expect("close");
+        http.finish().await.expect("finished");
+    }
+}

@@ -1,0 +1,89 @@
+//! `cargo xtask mcp serve`: a NetConfBench task's routers behind MCP, scored like `eval`
+//! scores the netconf environment (the same scorers, the reasoning score included).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Subcommand};
+use netdojo::mcp::serve::{ServeOptions, default_budget, default_out, load_task, serve, summary};
+use netdojo::mcp::{Role, Settings};
+use tokio_util::sync::CancellationToken;
+
+use crate::apps::{self, EnvOptions};
+
+#[derive(Debug, Subcommand)]
+pub enum McpCommand {
+    /// Serve one task until the client calls `done` (or closes stdio, or Ctrl-C).
+    Serve(ServeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The task's id.
+    #[arg(long)]
+    task: String,
+    /// The suite holding it (a directory, a .json or a .jsonl).
+    #[arg(long, default_value = "testdata/netconf")]
+    suite: PathBuf,
+    /// Streamable HTTP on 127.0.0.1:PORT (0: any free port): /mcp for the network, /mcp/DEVICE
+    /// for each device.
+    #[arg(long, conflicts_with = "stdio")]
+    http: Option<u16>,
+    /// stdio (the default).
+    #[arg(long)]
+    stdio: bool,
+    /// stdio: one device's server instead of the whole network's.
+    #[arg(long, requires = "stdio")]
+    device: Option<String>,
+    /// operator, or read-only (reads only; changes refused with -32083).
+    #[arg(long, default_value = "operator")]
+    role: Role,
+    /// rollbackTimeout in seconds: the longest a confirmed commit waits for its confirmation.
+    #[arg(long, default_value_t = 300.0)]
+    rollback_timeout: f64,
+    /// Tool calls the client may make.
+    #[arg(long, default_value_t = 200)]
+    max_steps: usize,
+    /// The run directory (default runs/mcp-TASK-TIME).
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+pub fn run(command: McpCommand) -> Result<()> {
+    let McpCommand::Serve(args) = command;
+    if !(args.rollback_timeout.is_finite() && args.rollback_timeout > 0.0) {
+        bail!("--rollback-timeout {}: a positive number of seconds", args.rollback_timeout);
+    }
+    let task = load_task(&args.suite, &args.task)?;
+    let app = apps::app("netconf", &EnvOptions::default())?;
+    let out = args.out.unwrap_or_else(|| default_out(&task.id));
+    let options = ServeOptions {
+        http: args.http,
+        device: args.device,
+        role: args.role,
+        settings: Settings {
+            rollback_timeout: Duration::from_secs_f64(args.rollback_timeout),
+            ..Settings::default()
+        },
+        budget: netdojo::core::runner::Budget { max_steps: args.max_steps, ..default_budget() },
+        out: out.clone(),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let finished = runtime
+        .block_on(async {
+            let stop = CancellationToken::new();
+            let on_signal = stop.clone();
+            tokio::spawn(async move {
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    eprintln!("stopping: the episode is evaluated as it stands");
+                    on_signal.cancel();
+                }
+            });
+            serve(task, app.scorers, options, stop).await
+        })
+        .with_context(|| format!("mcp serve (run directory {})", out.display()))?;
+    eprintln!("{}", summary(&finished));
+    eprintln!("run directory: {}", finished.run_dir.display());
+    Ok(())
+}
