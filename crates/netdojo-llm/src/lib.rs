@@ -10,6 +10,8 @@ mod agent;
 mod chat;
 pub mod http;
 mod prompt;
+#[cfg(feature = "testing")]
+pub mod testing;
 mod text;
 
 pub use agent::{LlmAgent, LlmAgentFactory, Settings};

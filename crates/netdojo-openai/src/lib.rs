@@ -108,6 +108,55 @@ impl OpenAiChat {
         &self.config
     }
 
+    /// Asks the server which models it serves (`GET /models`) and fails when the configured
+    /// model is not among them. llama.cpp's server answers any model name with its one model,
+    /// so a misspelt name would otherwise go unnoticed through a whole run. A server that
+    /// does not list its models (404) passes; one that cannot be reached does not.
+    pub async fn check_model(&self) -> Result<Vec<String>, AgentError> {
+        let base = self.config.base_url.trim_end_matches('/');
+        let url = format!("{base}/models");
+        let mut request = self.client.get(&url);
+        if let Some(key) = &self.key {
+            request = request.bearer_auth(key.expose());
+        }
+        let unreachable =
+            |e: ChatError| AgentError::Unreachable { agent: AGENT.into(), message: e.to_string() };
+        let response = request.send().await.map_err(|e| unreachable(http::transport(&url, &e)))?;
+        let status = response.status();
+        let bytes = response.bytes().await.map_err(|e| unreachable(http::transport(&url, &e)))?;
+        if status.as_u16() == 404 {
+            tracing::warn!(
+                "{url}: the server does not list its models; --model {} is not checked",
+                self.config.model
+            );
+            return Ok(vec![]);
+        }
+        if !status.is_success() {
+            let message = self.redact(&http::error_message(&bytes));
+            return Err(unreachable(ChatError::from_status(&url, status.as_u16(), message, None)));
+        }
+        let served: Vec<String> = serde_json::from_slice::<Value>(&bytes)
+            .ok()
+            .and_then(|v| {
+                v.get("data").and_then(Value::as_array).map(|models| {
+                    models
+                        .iter()
+                        .filter_map(|m| m.get("id").and_then(Value::as_str))
+                        .map(str::to_string)
+                        .collect()
+                })
+            })
+            .unwrap_or_default();
+        if !served.is_empty() && !served.contains(&self.config.model) {
+            return Err(config_error(format!(
+                "--model {}: {url} does not serve it (it serves: {})",
+                self.config.model,
+                served.join(", ")
+            )));
+        }
+        Ok(served)
+    }
+
     fn redact(&self, text: &str) -> String {
         match &self.key {
             Some(key) => key.redact(text),
