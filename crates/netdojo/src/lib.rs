@@ -12,6 +12,8 @@
 //! | `dcgraph`  | `dcgraph`   | `netdojo-dcgraph`  |
 //! | `linux`    | `linux`     | `netdojo-linux`    |
 //! | `netconf`  | `netconf`, `embed` | `netdojo-netconf`, `netdojo-embed` |
+//! | `openai`   | `openai`, `llm` | `netdojo-openai`, `netdojo-llm` |
+//! | `ollama`   | `ollama`, `llm` | `netdojo-ollama`, `netdojo-llm` |
 //!
 //! `full` turns every feature on.
 
@@ -24,8 +26,14 @@ pub use netdojo_dcgraph as dcgraph;
 pub use netdojo_embed as embed;
 #[cfg(feature = "linux")]
 pub use netdojo_linux as linux;
+#[cfg(any(feature = "openai", feature = "ollama"))]
+pub use netdojo_llm as llm;
 #[cfg(feature = "netconf")]
 pub use netdojo_netconf as netconf;
+#[cfg(feature = "ollama")]
+pub use netdojo_ollama as ollama;
+#[cfg(feature = "openai")]
+pub use netdojo_openai as openai;
 #[cfg(feature = "score")]
 pub use netdojo_score as score;
 #[cfg(feature = "scripted")]
