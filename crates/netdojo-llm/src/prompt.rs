@@ -167,10 +167,12 @@ fn tool_list(tools: &[ToolSpec]) -> String {
         .join("\n")
 }
 
-/// Picks up to `k` few-shot examples for `task` from `pool`: never the task itself (same id or
-/// same query), tasks of the same label first, then the others in pool order.
+/// Picks up to `k` few-shot examples for `task` from `pool`: never the task itself (same id, or
+/// the same query on the same setup: a reactive task's query is often one fixed symptom, so
+/// the query alone does not tell tasks apart), tasks of the same label first, then the others
+/// in pool order.
 pub fn examples_for<'a>(task: &Task, pool: &'a [Task], k: usize) -> Vec<&'a Task> {
-    let usable = pool.iter().filter(|t| t.id != task.id && t.query != task.query);
+    let usable = pool.iter().filter(|t| t.id != task.id && !(t.query == task.query && t.setup == task.setup));
     let same = usable.clone().filter(|t| t.label == task.label);
     let other = usable.filter(|t| t.label != task.label);
     same.chain(other).take(k).collect()
