@@ -7,12 +7,16 @@ use std::sync::Arc;
 use anyhow::{Context, Result, bail};
 use netdojo::dcgraph::{DcGraphFactory, GraphSource, QueryGenerator};
 use netdojo::linux::routing::{RoutingFactory, RoutingGenerator};
+use netdojo::llm::{ChatModel, LlmAgentFactory, RetryPolicy, Sampling, Settings, Strategy, ToolMode};
 use netdojo::netconf::{CommandScore, NetconfFactory, NetconfGenerator, ReasoningScore};
+use netdojo::ollama::{OllamaChat, OllamaConfig};
+use netdojo::openai::{OpenAiChat, OpenAiConfig};
 use netdojo::scripted::{NoopFactory, OracleFactory, RandomFactory};
 use netdojo::{AgentFactory, EnvironmentFactory, Scorer, TaskGenerator};
+use serde::{Deserialize, Serialize};
 
 pub const ENVIRONMENTS: &[&str] = &["dcgraph", "routing", "netconf"];
-pub const AGENTS: &[&str] = &["oracle", "noop", "random"];
+pub const AGENTS: &[&str] = &["oracle", "noop", "random", "openai", "ollama"];
 
 /// An environment with what runs it: the factory, the generator of its tasks, its scorers.
 pub struct App {
@@ -89,6 +93,107 @@ pub fn agent(name: &str, seed: u64, random_steps: usize) -> Result<Arc<dyn Agent
         "oracle" => Arc::new(OracleFactory),
         "noop" => Arc::new(NoopFactory),
         "random" => Arc::new(RandomFactory { seed, steps: random_steps }),
+        "openai" | "ollama" => {
+            bail!("agent `{name}` is built with `llm_agent` (it needs the model's options)")
+        }
         other => bail!("unknown agent `{other}` (known: {})", AGENTS.join(", ")),
     })
+}
+
+/// The options of the LLM agents (`--agent openai|ollama`).
+#[derive(Debug, Clone, Default, clap::Args, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LlmArgs {
+    /// openai, ollama: the model name the server knows (`smollm2-135m`, `gpt-4o`, `qwen2.5:7b`).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// openai: the API base up to /v1 (default https://api.openai.com/v1); ollama: the server
+    /// (default http://127.0.0.1:11434).
+    #[arg(long)]
+    pub base_url: Option<String>,
+    /// openai: the environment variable holding the API key (default OPENAI_API_KEY when it is
+    /// set; none sent otherwise). The key is never logged or written to the run directory.
+    #[arg(long)]
+    pub api_key_env: Option<String>,
+    /// Sampling temperature (default: the server's).
+    #[arg(long)]
+    pub temperature: Option<f64>,
+    /// Most tokens a reply may have.
+    #[arg(long)]
+    pub max_tokens: Option<u32>,
+    /// Prompting strategy: single-turn, cot, few-shot, react.
+    #[arg(long, default_value = "react")]
+    pub strategy: String,
+    /// How tools reach the model: native (tool calling) or text (JSON in the answer).
+    #[arg(long, default_value = "native")]
+    pub tool_mode: String,
+    /// few-shot: examples per episode.
+    #[arg(long, default_value_t = 3)]
+    pub shots: usize,
+    /// Retries of a request on 429, 5xx and connection errors before the episode errors.
+    #[arg(long, default_value_t = 4)]
+    pub max_retries: u32,
+    /// ollama: the context window (options.num_ctx).
+    #[arg(long)]
+    pub num_ctx: Option<u32>,
+    /// ollama: ask for whole replies instead of a stream.
+    #[arg(long)]
+    pub no_stream: bool,
+}
+
+/// The seed of the few-shot examples' tasks: derived from the run's seed, and never equal to
+/// it, so an example is never one of the evaluated tasks.
+fn shots_seed(seed: u64) -> u64 {
+    let s = seed ^ 0x5eed_f00d_0000_0003;
+    if s == seed { s.wrapping_add(1) } else { s }
+}
+
+/// The `openai` or `ollama` agent. `--seed` also seeds the model's sampling; few-shot examples
+/// come from `app`'s generator with another seed.
+pub fn llm_agent(name: &str, seed: u64, args: &LlmArgs, app: &App) -> Result<Arc<dyn AgentFactory>> {
+    let model = args.model.clone().with_context(|| format!("--agent {name} needs --model"))?;
+    let settings = Settings {
+        strategy: args.strategy.parse::<Strategy>().map_err(anyhow::Error::msg).context("--strategy")?,
+        tools: args.tool_mode.parse::<ToolMode>().map_err(anyhow::Error::msg).context("--tool-mode")?,
+        shots: args.shots,
+        retry: RetryPolicy { max_retries: args.max_retries, ..RetryPolicy::default() },
+        ..Settings::default()
+    };
+    let sampling = Sampling { temperature: args.temperature, seed: Some(seed), max_tokens: args.max_tokens };
+    let chat: Arc<dyn ChatModel> = if name == "openai" {
+        let api_key_env = args
+            .api_key_env
+            .clone()
+            .or_else(|| std::env::var_os("OPENAI_API_KEY").is_some().then(|| "OPENAI_API_KEY".to_string()));
+        let config = OpenAiConfig {
+            api_key_env,
+            sampling,
+            ..OpenAiConfig::new(args.base_url.as_deref().unwrap_or("https://api.openai.com/v1"), model)
+        };
+        let chat = OpenAiChat::new(config)?;
+        // Before any episode: a model the server does not serve is a typo, not N errored episodes.
+        tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(chat.check_model())?;
+        Arc::new(chat)
+    } else {
+        let config = OllamaConfig {
+            stream: !args.no_stream,
+            num_ctx: args.num_ctx,
+            sampling,
+            ..OllamaConfig::new(args.base_url.as_deref().unwrap_or("http://127.0.0.1:11434"), model)
+        };
+        Arc::new(OllamaChat::new(config)?)
+    };
+    let factory = LlmAgentFactory::new(chat, settings.clone());
+    if settings.strategy != Strategy::FewShot {
+        return Ok(Arc::new(factory));
+    }
+    // Enough tasks that most labels have an example of their own.
+    let pool_seed = shots_seed(seed);
+    let count = 48;
+    let pool = (0..count)
+        .map(|i| app.generator.generate(pool_seed, i))
+        .collect::<Result<Vec<_>, _>>()
+        .context("generating the few-shot examples")?;
+    let source = serde_json::json!({"generator": app.generator.name(), "seed": pool_seed, "count": count});
+    Ok(Arc::new(factory.with_examples(pool, source)))
 }

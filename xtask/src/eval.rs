@@ -26,7 +26,7 @@ pub struct EvalArgs {
     /// Environment: dcgraph.
     #[arg(long, default_value = "dcgraph")]
     pub env: String,
-    /// Agent: oracle, noop, random.
+    /// Agent: oracle, noop, random, openai, ollama.
     #[arg(long, default_value = "oracle")]
     pub agent: String,
     /// Number of generated queries (ignored with --suite).
@@ -53,6 +53,10 @@ pub struct EvalArgs {
     /// random agent: calls per episode before it finishes.
     #[arg(long, default_value_t = 5)]
     pub random_steps: usize,
+    /// openai, ollama: the model and how to prompt it.
+    #[command(flatten)]
+    #[serde(default)]
+    pub llm: apps::LlmArgs,
     /// Run directory (default: runs/ENV-AGENT-sSEED-TIME).
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -133,7 +137,10 @@ pub fn eval(args: EvalArgs) -> Result<ExitCode> {
     };
 
     let app = apps::app(&args.env, &EnvOptions { graph: args.graph.clone() })?;
-    let agent = apps::agent(&args.agent, args.seed, args.random_steps)?;
+    let agent = match args.agent.as_str() {
+        "openai" | "ollama" => apps::llm_agent(&args.agent, args.seed, &args.llm, &app)?,
+        name => apps::agent(name, args.seed, args.random_steps)?,
+    };
     let source: Box<dyn TaskSource> = match &args.suite {
         Some(path) => {
             Box::new(StaticSuite::load(path).with_context(|| format!("--suite {}", path.display()))?)

@@ -26,7 +26,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run an agent on an environment's tasks and print the scores.
-    Eval(eval::EvalArgs),
+    Eval(Box<eval::EvalArgs>),
     /// Write generated tasks as JSON lines.
     Generate(eval::GenerateArgs),
     /// Summarise a run directory.
@@ -64,7 +64,7 @@ fn main() -> ExitCode {
         )
         .init();
     let result = match cli.command {
-        Command::Eval(args) => eval::eval(args),
+        Command::Eval(args) => eval::eval(*args),
         Command::Generate(args) => eval::generate(args).map(|()| ExitCode::SUCCESS),
         Command::Report { dir } => eval::report(&dir).map(|()| ExitCode::SUCCESS),
         Command::Bench(args) => bench::bench(args).map(|()| ExitCode::SUCCESS),

@@ -245,7 +245,7 @@ impl Runner {
             let mut reasoning = Some(turn.reasoning);
             let mut usage = turn.usage;
             for call in turn.calls {
-                if call.name == FINISH_TOOL {
+                if call.name == FINISH_TOOL && call.malformed.is_none() {
                     trajectory.answer = call.arguments.get("answer").cloned();
                     break 'episode EndReason::Finished;
                 }
@@ -254,6 +254,10 @@ impl Runner {
                 }
                 let step_start = Instant::now();
                 let (observation, invalid) = match schemas.get(&call.name) {
+                    _ if call.malformed.is_some() => {
+                        let why = call.malformed.clone().unwrap_or_default();
+                        (Observation::error(&call, why), true)
+                    }
                     None => {
                         let known: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
                         let msg = format!("unknown tool `{}` (tools: {})", call.name, known.join(", "));

@@ -51,11 +51,21 @@ pub struct ToolCall {
     pub name: String,
     #[serde(default)]
     pub arguments: Value,
+    /// Set by an agent that could not read this call from a model's reply (arguments that are
+    /// not JSON, an answer that follows no protocol): the runner answers it with this message
+    /// and counts an invalid step, without validating or executing it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub malformed: Option<String>,
 }
 
 impl ToolCall {
     pub fn new(name: impl Into<String>, arguments: Value) -> Self {
-        Self { id: String::new(), name: name.into(), arguments }
+        Self { id: String::new(), name: name.into(), arguments, malformed: None }
+    }
+
+    /// A call the agent could not read from the model's reply; `why` is told to the model.
+    pub fn malformed(name: impl Into<String>, arguments: Value, why: impl Into<String>) -> Self {
+        Self { malformed: Some(why.into()), ..Self::new(name, arguments) }
     }
 
     pub fn finish(answer: Option<Value>) -> Self {

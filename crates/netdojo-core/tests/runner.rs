@@ -188,14 +188,17 @@ async fn malformed_calls_are_answered_counted_invalid_and_change_nothing() {
         inc(json!("lots")),
         inc(json!(9)),
         ToolCall::new("inc", json!({"by": 1, "sudo": true})),
+        // An agent that could not read a call from its model's reply; not even `finish` runs.
+        ToolCall::malformed("finish", json!("{\"answer\": 1"), "arguments are not JSON: EOF"),
     ])];
     let (runner, _) = runner(turns, Budget::default(), false);
     let (record, t) = runner.run_episode(&task("a", 0)).await;
-    assert_eq!(record.invalid_steps, 4);
+    assert_eq!(record.invalid_steps, 5);
     assert!(t.steps[0].observation.content.contains("unknown tool `rm` (tools: inc, finish)"));
     assert!(t.steps[1].observation.content.contains("`by` must be of type \"integer\""));
     assert!(t.steps[2].observation.content.contains("`by` must be <= 5"));
     assert!(t.steps[3].observation.content.contains("unknown field `sudo`"));
+    assert_eq!(t.steps[4].observation.content, "error: arguments are not JSON: EOF");
     assert!(t.steps.iter().all(|s| !s.observation.ok));
     assert_eq!(t.outcome.expect("outcome").export, json!({"value": 0}));
     assert_eq!(record.end, EndReason::AgentStopped);

@@ -13,6 +13,8 @@
 //! | `linux`    | `linux`     | `netdojo-linux`    |
 //! | `netconf`  | `netconf`, `embed` | `netdojo-netconf`, `netdojo-embed` |
 //! | `mcp`      | `mcp`       | `netdojo-mcp`      |
+//! | `openai`   | `openai`, `llm` | `netdojo-openai`, `netdojo-llm` |
+//! | `ollama`   | `ollama`, `llm` | `netdojo-ollama`, `netdojo-llm` |
 //!
 //! `full` turns every feature on.
 
@@ -27,8 +29,14 @@ pub use netdojo_embed as embed;
 pub use netdojo_linux as linux;
 #[cfg(feature = "mcp")]
 pub use netdojo_mcp as mcp;
+#[cfg(any(feature = "openai", feature = "ollama"))]
+pub use netdojo_llm as llm;
 #[cfg(feature = "netconf")]
 pub use netdojo_netconf as netconf;
+#[cfg(feature = "ollama")]
+pub use netdojo_ollama as ollama;
+#[cfg(feature = "openai")]
+pub use netdojo_openai as openai;
 #[cfg(feature = "score")]
 pub use netdojo_score as score;
 #[cfg(feature = "scripted")]

