@@ -441,6 +441,39 @@ impl Gns3Client {
         self.call(Method::GET, &format!("/projects/{project_id}/links"), None).await
     }
 
+    /// Writes a file in a node's directory (VPCS reads `startup.vpc` when it starts).
+    pub async fn write_node_file(
+        &self,
+        project_id: &str,
+        node_id: &str,
+        path: &str,
+        content: &str,
+    ) -> Result<(), Gns3Error> {
+        let full = format!("{}/projects/{project_id}/nodes/{node_id}/files/{path}", self.api.prefix());
+        let send = |token: Option<String>| {
+            let mut req = self.http.post(format!("{}{full}", self.base)).body(content.to_string());
+            if let Some(token) = token {
+                req = req.bearer_auth(token);
+            }
+            req.send()
+        };
+        let unreachable = |e: reqwest::Error| Gns3Error::Unreachable {
+            url: self.base.clone(),
+            message: format!("POST {full}: {}", error_chain(&e)),
+        };
+        let mut resp = send(self.token.lock().await.clone()).await.map_err(unreachable)?;
+        if resp.status() == StatusCode::UNAUTHORIZED && self.api == ApiVersion::V3 {
+            self.authenticate().await?;
+            resp = send(self.token.lock().await.clone()).await.map_err(unreachable)?;
+        }
+        let status = resp.status();
+        if status.is_success() {
+            return Ok(());
+        }
+        let text = resp.text().await.unwrap_or_default();
+        Err(Gns3Error::from_response(&Method::POST, &full, status, &text))
+    }
+
     /// Starts every node of the project.
     pub async fn start_nodes(&self, project_id: &str) -> Result<(), Gns3Error> {
         self.call::<Value>(Method::POST, &format!("/projects/{project_id}/nodes/start"), Some(&json!({})))

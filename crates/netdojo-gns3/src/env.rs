@@ -127,11 +127,20 @@ pub struct Gns3Factory {
     options: Gns3Options,
     client: OnceCell<Arc<Gns3Client>>,
     episodes: AtomicU64,
+    /// Held while an episode creates, starts and links its nodes: GNS3 picks a link's UDP
+    /// port by checking that nothing is bound to it, and a VPCS starting in a parallel
+    /// episode binds a port GNS3 does not know of (see [`Gns3Env`]'s build).
+    build_lock: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl Gns3Factory {
     pub fn new(options: Gns3Options) -> Self {
-        Self { options, client: OnceCell::new(), episodes: AtomicU64::new(0) }
+        Self {
+            options,
+            client: OnceCell::new(),
+            episodes: AtomicU64::new(0),
+            build_lock: Arc::new(tokio::sync::Mutex::new(())),
+        }
     }
 
     /// The client, connected (and logged in) the first time; projects left by killed runs of
@@ -193,6 +202,7 @@ impl EnvironmentFactory for Gns3Factory {
             client,
             options: self.options.clone(),
             episode: n,
+            build_lock: self.build_lock.clone(),
             project: None,
             nodes: BTreeMap::new(),
             devices: BTreeMap::new(),
@@ -252,6 +262,7 @@ pub struct Gns3Env {
     client: Arc<Gns3Client>,
     options: Gns3Options,
     episode: u64,
+    build_lock: Arc<tokio::sync::Mutex<()>>,
     project: Option<ProjectGuard>,
     /// The GNS3 nodes by task node name.
     nodes: BTreeMap<String, Node>,
@@ -286,6 +297,8 @@ impl Gns3Env {
 
     async fn build(&mut self, task: &Task, config: &ConfigTask) -> Result<(), EnvError> {
         let client = self.client.clone();
+        let build_lock = self.build_lock.clone();
+        let building = build_lock.lock().await;
         let name = project_name(std::process::id(), self.episode, &task.id);
         let project = client.create_project(&name).await.map_err(|e| setup_err(e.to_string()))?;
         let pid = project.project_id.clone();
@@ -325,14 +338,30 @@ impl Gns3Env {
                         .await
                         .map_err(|e| setup_err(format!("node `{node}`: {e}")))?;
                     self.startup_property(&t.template_type, config, node, &mut properties);
+                    // A node made from a template takes its startup script from its node
+                    // directory: GNS3's update does not pass `startup_script` on.
+                    let script = match properties.get_mut("startup_script").map(Value::take) {
+                        Some(Value::String(s)) => Some(s),
+                        _ => None,
+                    };
+                    if let Some(map) = properties.as_object_mut() {
+                        map.remove("startup_script");
+                    }
                     let mut changes = json!({"name": node});
-                    if !properties.is_null() {
+                    if properties.as_object().is_some_and(|m| !m.is_empty()) {
                         changes["properties"] = properties;
                     }
-                    client
+                    let n = client
                         .update_node(&pid, &n.node_id, &changes)
                         .await
-                        .map_err(|e| setup_err(format!("node `{node}`: {e}")))?
+                        .map_err(|e| setup_err(format!("node `{node}`: {e}")))?;
+                    if let Some(script) = script {
+                        client
+                            .write_node_file(&pid, &n.node_id, "startup.vpc", &script)
+                            .await
+                            .map_err(|e| setup_err(format!("node `{node}`: startup script: {e}")))?;
+                    }
+                    n
                 }
                 (None, Some(node_type)) => {
                     self.startup_property(node_type, config, node, &mut properties);
@@ -387,6 +416,7 @@ impl Gns3Env {
             client.create_link(&pid, ends).await.map_err(|e| setup_err(format!("link `{link}`: {e}")))?;
             self.links.push(format!("{a} {ai} <-> {b} {bi}"));
         }
+        drop(building);
         // Consoles, opened together: each waits for its own device to boot.
         let nodes = client.nodes(&pid).await.map_err(|e| setup_err(e.to_string()))?;
         let mut opening = Vec::new();
@@ -431,7 +461,12 @@ impl Gns3Env {
         if properties.is_null() {
             *properties = json!({});
         }
-        properties[key] = Value::String(startup.replace("\r\n", "\n"));
+        let mut text = startup.replace("\r\n", "\n");
+        // GNS3's own VPCS script names the host; a task's script keeps that name.
+        if node_type == "vpcs" && !text.lines().any(|l| l.trim_start().starts_with("set pcname")) {
+            text = format!("set pcname {node}\n{text}");
+        }
+        properties[key] = Value::String(text);
     }
 
     fn device_names(&self) -> Vec<String> {
