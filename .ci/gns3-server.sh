@@ -83,7 +83,8 @@ free_port() {
 
 start() {
   local dir="$1"
-  [ -x "$venv/bin/gns3server" ] && [ -x "$prefix/bin/ubridge" ] || do_install
+  # Every step is skipped when done already; ubridge is rebuilt when its source changed.
+  do_install
   mkdir -p "$dir/home" "$dir/projects" "$dir/images"
   local port
   port="$(free_port)"
