@@ -15,7 +15,7 @@ use netdojo::scripted::{NoopFactory, OracleFactory, RandomFactory};
 use netdojo::{AgentFactory, EnvironmentFactory, Scorer, TaskGenerator};
 use serde::{Deserialize, Serialize};
 
-pub const ENVIRONMENTS: &[&str] = &["dcgraph", "routing", "netconf"];
+pub const ENVIRONMENTS: &[&str] = &["dcgraph", "routing", "netconf", "gns3"];
 pub const AGENTS: &[&str] = &["oracle", "noop", "random", "openai", "ollama"];
 
 /// An environment with what runs it: the factory, the generator of its tasks, its scorers.
@@ -30,6 +30,10 @@ pub struct App {
 pub struct EnvOptions {
     /// dcgraph: a MALT text-protobuf model to use instead of the generated fabric.
     pub graph: Option<PathBuf>,
+    /// gns3: the GNS3 controller (`http://127.0.0.1:3080`).
+    pub gns3_url: Option<String>,
+    /// gns3: a node mapping file (`{"R1": {"template": "c7200"}}`) over the tasks' own.
+    pub gns3_nodes: Option<PathBuf>,
 }
 
 pub fn app(name: &str, options: &EnvOptions) -> Result<App> {
@@ -84,7 +88,60 @@ pub fn app(name: &str, options: &EnvOptions) -> Result<App> {
                 ],
             })
         }
+        "gns3" => gns3(options),
         other => bail!("unknown environment `{other}` (known: {})", ENVIRONMENTS.join(", ")),
+    }
+}
+
+/// NetConfBench tasks on a GNS3 server. The user and password come from NETDOJO_GNS3_USER and
+/// NETDOJO_GNS3_PASSWORD (GNS3's default admin / admin), never from the command line, which
+/// is saved with the run.
+fn gns3(options: &EnvOptions) -> Result<App> {
+    use netdojo::gns3::{Credentials, Gns3Factory, Gns3Options};
+    let url = options
+        .gns3_url
+        .clone()
+        .or_else(|| std::env::var("NETDOJO_GNS3_URL").ok())
+        .context("environment `gns3`: give the GNS3 server with --gns3-url http://127.0.0.1:PORT (or NETDOJO_GNS3_URL)")?;
+    let mut gns3 = Gns3Options::new(url);
+    let defaults = Credentials::default();
+    gns3.credentials = Credentials {
+        username: std::env::var("NETDOJO_GNS3_USER").unwrap_or(defaults.username),
+        password: std::env::var("NETDOJO_GNS3_PASSWORD").unwrap_or(defaults.password),
+    };
+    if let Some(path) = &options.gns3_nodes {
+        gns3 = gns3.with_mapping_file(path).with_context(|| format!("--gns3-nodes {}", path.display()))?;
+    }
+    let mut scorers: Vec<Box<dyn Scorer>> = vec![
+        Box::new(netdojo::score::Correctness),
+        Box::new(netdojo::score::CheckRate),
+        Box::new(CommandScore),
+        Box::new(netdojo::score::Latency),
+    ];
+    match netdojo::embed::Embedder::load(&netdojo::embed::default_dir()) {
+        Ok(embedder) => scorers.push(Box::new(ReasoningScore::new(Arc::new(embedder)))),
+        Err(e) => eprintln!(
+            "environment `gns3`: no reasoning score ({e}); `cargo xtask fetch-model` fetches its model"
+        ),
+    }
+    Ok(App { factory: Arc::new(Gns3Factory::new(gns3)), generator: Arc::new(NoGenerator("gns3")), scorers })
+}
+
+/// For environments that run only suites.
+struct NoGenerator(&'static str);
+
+impl TaskGenerator for NoGenerator {
+    fn name(&self) -> &str {
+        self.0
+    }
+    fn generate(&self, _seed: u64, _index: u64) -> Result<netdojo::Task, netdojo::TaskError> {
+        Err(netdojo::TaskError::Generate {
+            generator: self.0.into(),
+            message: format!(
+                "environment `{}` has no task generator: run a suite with --suite (testdata/gns3)",
+                self.0
+            ),
+        })
     }
 }
 

@@ -21,9 +21,13 @@ pub struct BenchArgs {
     /// Worker threads (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
-    /// linux, netconf: runs to take the median of (default 20 for linux, 10 for netconf).
+    /// linux, netconf, gns3: runs to take the median of (default 20 for linux, 10 for
+    /// netconf, 5 for gns3).
     #[arg(long)]
     pub runs: Option<usize>,
+    /// gns3: the GNS3 controller, `http://127.0.0.1:3080` (default: $NETDOJO_GNS3_URL).
+    #[arg(long)]
+    pub gns3_url: Option<String>,
 }
 
 pub fn bench(args: BenchArgs) -> Result<()> {
@@ -42,7 +46,8 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         "dcgraph" => dcgraph(&args),
         "linux" => linux(&args),
         "netconf" => netconf(&args),
-        other => bail!("unknown benchmark `{other}` (known: dcgraph, linux, netconf)"),
+        "gns3" => gns3(&args),
+        other => bail!("unknown benchmark `{other}` (known: dcgraph, linux, netconf, gns3)"),
     }
 }
 
@@ -314,6 +319,88 @@ fn netconf(args: &BenchArgs) -> Result<()> {
         "  {:<44} {:>12}",
         "config diff, 2 x 50,000 lines",
         format!("{:.0} ms ({:.2} M lines/s)", diff_s * 1000.0, total_lines / diff_s / 1e6)
+    );
+    println!("  (no reference figure is set for these; they are tracked from run to run)");
+    Ok(())
+}
+
+/// A 3-node VPCS topology on a real GNS3 server: build and start (project, nodes, switch,
+/// links, consoles), configure (three `update-cfg`), test (two pings) and delete, each timed.
+fn gns3(args: &BenchArgs) -> Result<()> {
+    use netdojo::ToolCall;
+    use netdojo::score::stats::median;
+
+    let options = EnvOptions { gns3_url: args.gns3_url.clone(), ..Default::default() };
+    let app = apps::app("gns3", &options)?;
+    let task: netdojo::Task = serde_json::from_value(serde_json::json!({
+        "id": "bench-three-vpcs", "application": "netconf", "level": 1, "label": "bench",
+        "query": "address three hosts",
+        "setup": {"gns3": {"nodes": {
+            "PC1": {"template": "VPCS"}, "PC2": {"template": "VPCS"}, "PC3": {"template": "VPCS"},
+            "SW1": {"template": "Ethernet switch"}}}},
+        "kind": "config", "task_name": "bench", "intents": ["address three hosts"],
+        "topology": {"nodes": ["PC1", "PC2", "PC3", "SW1"],
+                     "links": ["PC1 e0 <-> SW1 e0", "PC2 e0 <-> SW1 e1", "PC3 e0 <-> SW1 e2"]},
+        "ground_truth_configs": {"PC1": ["ip 10.0.0.1/24"], "PC2": ["ip 10.0.0.2/24"], "PC3": ["ip 10.0.0.3/24"]},
+        "testcases": [
+            {"name": "PC1 pings PC2", "device": "PC1", "commands": ["ping 10.0.0.2 -c 1"], "expected_output": "icmp_seq=1 ttl=64"},
+            {"name": "PC1 pings PC3", "device": "PC1", "commands": ["ping 10.0.0.3 -c 1"], "expected_output": "icmp_seq=1 ttl=64"}
+        ]
+    }))
+    .context("the benchmark's task")?;
+    let runs = args.runs.unwrap_or(5).max(1);
+    let runtime = tokio::runtime::Runtime::new().context("tokio runtime")?;
+    let phases = ["build + start", "configure", "test", "delete"];
+    let mut times: Vec<Vec<f64>> = vec![Vec::new(); phases.len() + 1];
+    for run in 0..runs {
+        let result: Result<[f64; 4]> = runtime.block_on(async {
+            let t = Instant::now();
+            let mut env = app.factory.create(&task).await?;
+            env.reset(&task).await?;
+            let build = t.elapsed().as_secs_f64();
+            let t = Instant::now();
+            for (device, ip) in [("PC1", "10.0.0.1/24"), ("PC2", "10.0.0.2/24"), ("PC3", "10.0.0.3/24")] {
+                let call = ToolCall::new(
+                    "update-cfg",
+                    serde_json::json!({"device": device, "commands": [format!("ip {ip}")]}),
+                );
+                let obs = env.execute(&call).await?;
+                if !obs.ok {
+                    bail!("update-cfg on {device}: {}", obs.content);
+                }
+            }
+            let configure = t.elapsed().as_secs_f64();
+            let t = Instant::now();
+            let outcome = env.evaluate(&task, None).await?;
+            let test = t.elapsed().as_secs_f64();
+            if !outcome.solved() {
+                bail!("the testcases failed: {:?}", outcome.checks);
+            }
+            let t = Instant::now();
+            env.close().await?;
+            Ok([build, configure, test, t.elapsed().as_secs_f64()])
+        });
+        let phase_times = result.with_context(|| format!("run {run}"))?;
+        for (i, s) in phase_times.iter().enumerate() {
+            times[i].push(*s);
+        }
+        times[phases.len()].push(phase_times.iter().sum());
+    }
+    println!("gns3: 3 VPCS hosts on an Ethernet switch; median of {runs} episodes (release build)");
+    println!("  {:<44} {:>12}", "", "measured");
+    for (i, name) in phases.iter().enumerate() {
+        println!("  {:<44} {:>12}", name, format!("{:.2} s", median(times[i].clone())));
+    }
+    let total = &times[phases.len()];
+    println!(
+        "  {:<44} {:>12}",
+        "total (fastest / slowest)",
+        format!(
+            "{:.2} s ({:.2} / {:.2})",
+            median(total.clone()),
+            total.iter().copied().fold(f64::INFINITY, f64::min),
+            total.iter().copied().fold(0.0, f64::max)
+        )
     );
     println!("  (no reference figure is set for these; they are tracked from run to run)");
     Ok(())

@@ -50,6 +50,14 @@ pub struct EvalArgs {
     /// dcgraph: a MALT text-protobuf model instead of the generated fabric.
     #[arg(long)]
     pub graph: Option<PathBuf>,
+    /// gns3: the GNS3 controller, `http://127.0.0.1:3080` (default: $NETDOJO_GNS3_URL).
+    #[arg(long)]
+    #[serde(default)]
+    pub gns3_url: Option<String>,
+    /// gns3: a node mapping file (`{"R1": {"template": "c7200", "dialect": "ios"}}`).
+    #[arg(long)]
+    #[serde(default)]
+    pub gns3_nodes: Option<PathBuf>,
     /// random agent: calls per episode before it finishes.
     #[arg(long, default_value_t = 5)]
     pub random_steps: usize,
@@ -136,7 +144,14 @@ pub fn eval(args: EvalArgs) -> Result<ExitCode> {
         None => (args, None),
     };
 
-    let app = apps::app(&args.env, &EnvOptions { graph: args.graph.clone() })?;
+    let app = apps::app(
+        &args.env,
+        &EnvOptions {
+            graph: args.graph.clone(),
+            gns3_url: args.gns3_url.clone(),
+            gns3_nodes: args.gns3_nodes.clone(),
+        },
+    )?;
     let agent = match args.agent.as_str() {
         "openai" | "ollama" => apps::llm_agent(&args.agent, args.seed, &args.llm, &app)?,
         name => apps::agent(name, args.seed, args.random_steps)?,
@@ -247,7 +262,7 @@ pub fn generate(args: GenerateArgs) -> Result<()> {
     if args.queries == 0 {
         bail!("--queries 0: nothing to generate");
     }
-    let app = apps::app(&args.env, &EnvOptions { graph: args.graph.clone() })?;
+    let app = apps::app(&args.env, &EnvOptions { graph: args.graph.clone(), ..Default::default() })?;
     let out: Box<dyn Write> = if args.out.as_os_str() == "-" {
         Box::new(std::io::stdout().lock())
     } else {

@@ -302,6 +302,8 @@ fn read_file(path: &Path) -> Result<Vec<Task>, TaskError> {
 fn netconf_task(path: &Path, value: Value) -> Result<Task, TaskError> {
     let id = path.file_stem().and_then(|s| s.to_str()).unwrap_or("task").to_string();
     let level = value.get("level").and_then(Value::as_u64).map_or(1, |l| l.clamp(1, 255) as u8);
+    // netdojo's extension: what a backend needs to build the topology (GNS3 templates...).
+    let setup = value.get("setup").cloned().unwrap_or(Value::Null);
     let config: ConfigTask = serde_json::from_value(value).map_err(|e| TaskError::Parse {
         path: path.to_path_buf(),
         line: None,
@@ -314,7 +316,7 @@ fn netconf_task(path: &Path, value: Value) -> Result<Task, TaskError> {
         label: config.task_name.clone(),
         seed: None,
         query: config.intents.join("\n"),
-        setup: Value::Null,
+        setup,
         kind: TaskKind::Config(config),
     })
 }

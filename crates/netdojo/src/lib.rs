@@ -12,6 +12,7 @@
 //! | `dcgraph`  | `dcgraph`   | `netdojo-dcgraph`  |
 //! | `linux`    | `linux`     | `netdojo-linux`    |
 //! | `netconf`  | `netconf`, `embed` | `netdojo-netconf`, `netdojo-embed` |
+//! | `gns3`     | `gns3`      | `netdojo-gns3`     |
 //! | `mcp`      | `mcp`       | `netdojo-mcp`      |
 //! | `openai`   | `openai`, `llm` | `netdojo-openai`, `netdojo-llm` |
 //! | `ollama`   | `ollama`, `llm` | `netdojo-ollama`, `netdojo-llm` |
@@ -25,6 +26,8 @@ pub use netdojo_core::*;
 pub use netdojo_dcgraph as dcgraph;
 #[cfg(feature = "netconf")]
 pub use netdojo_embed as embed;
+#[cfg(feature = "gns3")]
+pub use netdojo_gns3 as gns3;
 #[cfg(feature = "linux")]
 pub use netdojo_linux as linux;
 #[cfg(feature = "mcp")]
