@@ -201,7 +201,12 @@ mod common {
             let msg = serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
             self.stdin.write_all(format!("{msg}\n").as_bytes()).await.expect("write");
             loop {
-                let line = self.lines.next_line().await.expect("read").expect("the server answers");
+                // Bounded: a request the server never answers fails the test instead of hanging CI.
+                let line = tokio::time::timeout(std::time::Duration::from_secs(300), self.lines.next_line())
+                    .await
+                    .unwrap_or_else(|_| panic!("no answer to {method} (id {id}) within 300 s"))
+                    .expect("read")
+                    .expect("the server answers");
                 let v: Value =
                     serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
                 if v["id"] == id {
