@@ -13,6 +13,7 @@ pub mod compile;
 pub mod engine;
 pub mod model;
 pub mod policy;
+pub mod random;
 
 pub use engine::{Matrix, Mismatch, Target};
 pub use model::{ContainerPort, PodInfo, Protocol, Workload};
