@@ -325,14 +325,23 @@ mod tests {
     fn a_script_replaces_the_table_in_one_transaction() {
         let rules = PodRules {
             ingress: Some(vec![Rule {
-                addrs: Addrs::Block { net: Ipv4Addr::new(10, 244, 0, 0), len: 24, except: vec![(Ipv4Addr::new(10, 244, 0, 8), 29)] },
+                addrs: Addrs::Block {
+                    net: Ipv4Addr::new(10, 244, 0, 0),
+                    len: 24,
+                    except: vec![(Ipv4Addr::new(10, 244, 0, 8), 29)],
+                },
                 l4: L4::Ports(Protocol::Tcp, 80, 81),
             }]),
             egress: None,
         };
         let s = rules.nft_script();
         assert!(s.starts_with(&format!("table inet {TABLE}\ndelete table inet {TABLE}\n")), "{s}");
-        assert!(s.contains("ip saddr 10.244.0.0/24 ip saddr != { 10.244.0.8/29 } meta l4proto tcp th dport 80-81 accept"), "{s}");
+        assert!(
+            s.contains(
+                "ip saddr 10.244.0.0/24 ip saddr != { 10.244.0.8/29 } meta l4proto tcp th dport 80-81 accept"
+            ),
+            "{s}"
+        );
         assert!(!s.contains("chain egress"), "egress not isolated: no chain\n{s}");
     }
 }

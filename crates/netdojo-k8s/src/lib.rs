@@ -9,6 +9,7 @@
 //! - [`cluster`]: the embedded cluster: pods as namespaces on a bridge, real TCP/UDP listeners,
 //!   atomic rule updates, and a prober that makes real connections from inside each pod.
 
+pub mod cluster;
 pub mod compile;
 pub mod engine;
 pub mod model;

@@ -11,8 +11,8 @@ use k8s_openapi::api::networking::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use rand::Rng;
-use rand_chacha::ChaCha8Rng;
 use rand::seq::IndexedRandom;
+use rand_chacha::ChaCha8Rng;
 
 use crate::model::{ContainerPort, Protocol, Workload};
 
@@ -76,7 +76,9 @@ fn selector(rng: &mut R, keys: &[(&str, &[&str])]) -> LabelSelector {
         let (key, values) = keys[rng.random_range(0..keys.len())];
         let operator = *["In", "NotIn", "Exists", "DoesNotExist"].choose(rng).unwrap_or(&"In");
         let values = matches!(operator, "In" | "NotIn")
-            .then(|| values.iter().filter(|_| rng.random_bool(0.6)).map(|v| v.to_string()).collect::<Vec<_>>())
+            .then(|| {
+                values.iter().filter(|_| rng.random_bool(0.6)).map(|v| v.to_string()).collect::<Vec<_>>()
+            })
             .filter(|v| !v.is_empty())
             .or_else(|| matches!(operator, "In" | "NotIn").then(|| vec![values[0].to_string()]));
         s.match_expressions =
@@ -124,7 +126,11 @@ fn port(rng: &mut R) -> NetworkPolicyPort {
         },
         2 => {
             let p = i32::from(*PORTS.choose(rng).unwrap_or(&80));
-            NetworkPolicyPort { protocol, port: Some(IntOrString::Int(p)), end_port: Some(p + rng.random_range(0..2)) }
+            NetworkPolicyPort {
+                protocol,
+                port: Some(IntOrString::Int(p)),
+                end_port: Some(p + rng.random_range(0..2)),
+            }
         }
         _ => NetworkPolicyPort {
             protocol,
@@ -159,9 +165,16 @@ pub fn policies(rng: &mut R, workload: &Workload) -> Vec<NetworkPolicy> {
                 from: list(r, |r| peer(r)),
                 ports: list(r, |r| port(r)),
             });
-            let egress = list(rng, |r| NetworkPolicyEgressRule { to: list(r, |r| peer(r)), ports: list(r, |r| port(r)) });
+            let egress = list(rng, |r| NetworkPolicyEgressRule {
+                to: list(r, |r| peer(r)),
+                ports: list(r, |r| port(r)),
+            });
             NetworkPolicy {
-                metadata: ObjectMeta { name: Some(format!("np{i}")), namespace: Some(ns), ..Default::default() },
+                metadata: ObjectMeta {
+                    name: Some(format!("np{i}")),
+                    namespace: Some(ns),
+                    ..Default::default()
+                },
                 spec: Some(NetworkPolicySpec {
                     pod_selector: Some(selector(rng, &POD_KEYS)),
                     policy_types,
