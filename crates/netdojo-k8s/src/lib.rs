@@ -9,12 +9,15 @@
 //! - [`cluster`]: the embedded cluster: pods as namespaces on a bridge, real TCP/UDP listeners,
 //!   atomic rule updates, and a prober that makes real connections from inside each pod.
 
+pub mod boutique;
 pub mod cluster;
 pub mod compile;
 pub mod engine;
+pub mod faults;
 pub mod model;
 pub mod policy;
 pub mod random;
+pub mod tasks;
 
 pub use engine::{Matrix, Mismatch, Target};
 pub use model::{ContainerPort, PodInfo, Protocol, Workload};
