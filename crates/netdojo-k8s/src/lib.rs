@@ -14,6 +14,7 @@ pub mod cluster;
 pub mod compile;
 pub mod engine;
 pub mod faults;
+pub mod kubectl;
 pub mod model;
 pub mod policy;
 pub mod random;
