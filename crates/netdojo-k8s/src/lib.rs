@@ -13,6 +13,7 @@ pub mod boutique;
 pub mod cluster;
 pub mod compile;
 pub mod engine;
+pub mod env;
 pub mod faults;
 pub mod kubectl;
 pub mod model;
@@ -33,3 +34,6 @@ pub enum K8sError {
     #[error("cluster: {0}")]
     Cluster(String),
 }
+
+pub use env::{K8sEnv, K8sFactory};
+pub use tasks::K8sGenerator;

@@ -59,3 +59,47 @@ mod cluster {
         assert!(compared > 200 && denied > 50, "compared {compared}, denied {denied}");
     }
 }
+
+mod episodes {
+    use std::sync::Arc;
+
+    use netdojo_core::{Budget, Runner, TaskGenerator};
+    use netdojo_k8s::cluster::ProbeOptions;
+    use netdojo_k8s::{K8sFactory, K8sGenerator};
+    use netdojo_scripted::{NoopFactory, OracleFactory};
+
+    fn runner(agent: Arc<dyn netdojo_core::AgentFactory>) -> Runner {
+        Runner {
+            env: Arc::new(K8sFactory::new(ProbeOptions::default()).expect("factory")),
+            agent,
+            scorers: Arc::new(netdojo_score::netpress_scorers()),
+            budget: Budget::default(),
+            concurrency: 1,
+        }
+    }
+
+    fn metric(record: &netdojo_core::EpisodeRecord, name: &str) -> f64 {
+        record.metrics.iter().find(|m| m.name == name).map(|m| m.value.as_f64()).unwrap_or(f64::NAN)
+    }
+
+    /// The oracle repairs one task of each level (correct and safe, nothing left behind); the
+    /// no-op agent repairs none.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_oracle_repairs_and_the_noop_agent_does_not() {
+        if !super::cluster::root_or_skip("the_oracle_repairs_and_the_noop_agent_does_not") {
+            return;
+        }
+        let oracle = runner(Arc::new(OracleFactory));
+        let noop = runner(Arc::new(NoopFactory));
+        for index in [0u64, 5, 14] {
+            let task = K8sGenerator.generate(11, index).expect("task");
+            let (record, trajectory) = oracle.run_episode(&task).await;
+            assert!(record.error.is_none(), "{:?}", record.error);
+            assert_eq!(metric(&record, "correct"), 1.0, "{}: {:?}", task.label, trajectory.outcome);
+            assert_eq!(metric(&record, "safe"), 1.0, "{}: {:?}", task.label, trajectory.steps);
+            assert!(trajectory.brief.contains("(Expected: "), "{}", trajectory.brief);
+            let (record, _) = noop.run_episode(&task).await;
+            assert_eq!(metric(&record, "correct"), 0.0, "{}", task.label);
+        }
+    }
+}
