@@ -6,6 +6,7 @@
 //! (`params.inject`); the hidden repair is `kubectl apply` of each original policy, which is
 //! what the oracle plays.
 
+use k8s_openapi::api::networking::v1::NetworkPolicy;
 use rand::SeedableRng;
 use rand::seq::IndexedRandom;
 use rand_chacha::ChaCha8Rng;
@@ -49,42 +50,18 @@ impl TaskGenerator for K8sGenerator {
         let workload = boutique::workload().map_err(|e| gen_err(e.to_string()))?;
         let original = boutique::policies().map_err(|e| gen_err(e.to_string()))?;
         let targets = engine::targets(&workload);
-        let mut current = original.clone();
-        let mut touched: Vec<usize> = Vec::new();
-        let mut fault_list = Vec::new();
-        for kind in kinds.iter().copied() {
-            let mut done = false;
-            for _ in 0..256 {
-                let candidates: Vec<usize> = (0..current.len()).filter(|i| !touched.contains(i)).collect();
-                let Some(&i) = candidates.choose(&mut rng) else { break };
-                let mut edited = current[i].clone();
-                let Some(detail) = faults::apply(kind, &mut edited, &workload, &mut rng) else { continue };
-                let mut next = current.clone();
-                next[i] = edited;
-                // A fault that changes no verdict is redrawn.
-                let before = engine::truth_table(&current, &workload, &targets);
-                let after = engine::truth_table(&next, &workload, &targets);
-                if before == after {
-                    continue;
-                }
-                fault_list.push(Fault {
-                    kind: kind.name().into(),
-                    method: "yaml_edit".into(),
-                    params: json!({
-                        "policy": policy::name(&next[i]),
-                        "edit": detail,
-                        "inject": policy::to_yaml(&next[i]),
-                    }),
-                });
-                current = next;
-                touched.push(i);
-                done = true;
+        // A pair whose second fault cannot change a verdict after the first (a changed port on
+        // the frontend closes the one door an added egress rule opens) is drawn again whole.
+        let mut drawn = None;
+        for _ in 0..64 {
+            if let Some(d) = draw_faults(kinds, &original, &workload, &targets, &mut rng) {
+                drawn = Some(d);
                 break;
             }
-            if !done {
-                return Err(gen_err(format!("task {index} ({label}): no {} changes a verdict", kind.name())));
-            }
         }
+        let Some((current, touched, fault_list)) = drawn else {
+            return Err(gen_err(format!("task {index} ({label}): no draw of its faults changes a verdict")));
+        };
         let expected = engine::truth_table(&original, &workload, &targets);
         if engine::truth_table(&current, &workload, &targets) == expected {
             return Err(gen_err(format!("task {index} ({label}): the faults cancel out")));
@@ -111,6 +88,56 @@ impl TaskGenerator for K8sGenerator {
             kind: TaskKind::Reactive { faults: fault_list, repair },
         })
     }
+}
+
+type Drawn = (Vec<NetworkPolicy>, Vec<usize>, Vec<Fault>);
+
+/// Draws the faults of one label, each on a policy of its own, each redrawn until it changes a
+/// verdict; `None` when some fault found no such draw.
+fn draw_faults(
+    kinds: &[faults::FaultKind],
+    original: &[NetworkPolicy],
+    workload: &crate::model::Workload,
+    targets: &[engine::Target],
+    rng: &mut ChaCha8Rng,
+) -> Option<Drawn> {
+    let mut current = original.to_vec();
+    let mut touched: Vec<usize> = Vec::new();
+    let mut fault_list = Vec::new();
+    for kind in kinds.iter().copied() {
+        let mut done = false;
+        for _ in 0..256 {
+            let candidates: Vec<usize> = (0..current.len()).filter(|i| !touched.contains(i)).collect();
+            let &i = candidates.choose(rng)?;
+            let mut edited = current[i].clone();
+            let Some(detail) = faults::apply(kind, &mut edited, workload, rng) else { continue };
+            let mut next = current.clone();
+            next[i] = edited;
+            // A fault that changes no verdict is redrawn.
+            if engine::truth_table(&current, workload, targets)
+                == engine::truth_table(&next, workload, targets)
+            {
+                continue;
+            }
+            fault_list.push(Fault {
+                kind: kind.name().into(),
+                method: "yaml_edit".into(),
+                params: json!({
+                    "policy": policy::name(&next[i]),
+                    "edit": detail,
+                    "inject": policy::to_yaml(&next[i]),
+                }),
+            });
+            current = next;
+            touched.push(i);
+            done = true;
+            break;
+        }
+        if !done {
+            return None;
+        }
+    }
+    Some((current, touched, fault_list))
 }
 
 /// The faulty policies of a task: (policy name, its YAML), one per fault.
@@ -153,7 +180,7 @@ mod tests {
         let original = boutique::policies().expect("policies");
         let targets = engine::targets(&w);
         let healthy = engine::truth_table(&original, &w, &targets);
-        for i in 0..45 {
+        for i in 0..60 {
             let t = g.generate(5, i).expect("task");
             let (label, level, kinds) = LABELS[(i % 15) as usize];
             assert_eq!((t.label.as_str(), t.level), (label, level));

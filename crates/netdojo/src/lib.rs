@@ -12,6 +12,7 @@
 //! | `dcgraph`  | `dcgraph`   | `netdojo-dcgraph`  |
 //! | `linux`    | `linux`     | `netdojo-linux`    |
 //! | `netconf`  | `netconf`, `embed` | `netdojo-netconf`, `netdojo-embed` |
+//! | `k8s`      | `k8s`       | `netdojo-k8s`      |
 //!
 //! `full` turns every feature on.
 
@@ -22,6 +23,8 @@ pub use netdojo_core::*;
 pub use netdojo_dcgraph as dcgraph;
 #[cfg(feature = "netconf")]
 pub use netdojo_embed as embed;
+#[cfg(feature = "k8s")]
+pub use netdojo_k8s as k8s;
 #[cfg(feature = "linux")]
 pub use netdojo_linux as linux;
 #[cfg(feature = "netconf")]
