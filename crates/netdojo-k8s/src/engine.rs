@@ -68,18 +68,26 @@ fn isolating<'p>(
     })
 }
 
+/// A connection as one side's rule sees it: the pod at the other end, the destination pod
+/// (named ports resolve there), the port and the protocol.
+#[derive(Clone, Copy)]
+struct Seen {
+    peer: usize,
+    dst: usize,
+    port: u16,
+    protocol: Protocol,
+}
+
 fn rule_allows(
     peers: Option<&[NetworkPolicyPeer]>,
     ports: Option<&[NetworkPolicyPort]>,
     policy_ns: &str,
-    peer_pod: usize,
-    dst_pod: usize,
-    port: u16,
-    protocol: Protocol,
+    seen: &Seen,
     workload: &Workload,
 ) -> bool {
-    let peer = &workload.pods[peer_pod];
-    let dst = &workload.pods[dst_pod];
+    let Seen { peer, dst, port, protocol } = *seen;
+    let peer = &workload.pods[peer];
+    let dst = &workload.pods[dst];
     // An absent or empty peer list matches every peer; an absent or empty port list every port.
     let peer_ok = match peers {
         None | Some([]) => true,
@@ -120,7 +128,13 @@ pub fn ingress_allows(
         let ns = policy::namespace(np);
         let rules = np.spec.as_ref().and_then(|s| s.ingress.as_deref()).unwrap_or_default();
         if rules.iter().any(|r| {
-            rule_allows(r.from.as_deref(), r.ports.as_deref(), ns, from, to, port, protocol, workload)
+            rule_allows(
+                r.from.as_deref(),
+                r.ports.as_deref(),
+                ns,
+                &Seen { peer: from, dst: to, port, protocol },
+                workload,
+            )
         }) {
             return true;
         }
@@ -142,10 +156,15 @@ pub fn egress_allows(
         isolated = true;
         let ns = policy::namespace(np);
         let rules = np.spec.as_ref().and_then(|s| s.egress.as_deref()).unwrap_or_default();
-        if rules
-            .iter()
-            .any(|r| rule_allows(r.to.as_deref(), r.ports.as_deref(), ns, to, to, port, protocol, workload))
-        {
+        if rules.iter().any(|r| {
+            rule_allows(
+                r.to.as_deref(),
+                r.ports.as_deref(),
+                ns,
+                &Seen { peer: to, dst: to, port, protocol },
+                workload,
+            )
+        }) {
             return true;
         }
     }

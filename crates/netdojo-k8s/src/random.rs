@@ -161,14 +161,9 @@ pub fn policies(rng: &mut R, workload: &Workload) -> Vec<NetworkPolicy> {
                 2 => Some(vec!["Egress".to_string()]),
                 _ => Some(vec!["Ingress".to_string(), "Egress".to_string()]),
             };
-            let ingress = list(rng, |r| NetworkPolicyIngressRule {
-                from: list(r, |r| peer(r)),
-                ports: list(r, |r| port(r)),
-            });
-            let egress = list(rng, |r| NetworkPolicyEgressRule {
-                to: list(r, |r| peer(r)),
-                ports: list(r, |r| port(r)),
-            });
+            let ingress =
+                list(rng, |r| NetworkPolicyIngressRule { from: list(r, peer), ports: list(r, port) });
+            let egress = list(rng, |r| NetworkPolicyEgressRule { to: list(r, peer), ports: list(r, port) });
             NetworkPolicy {
                 metadata: ObjectMeta {
                     name: Some(format!("np{i}")),
