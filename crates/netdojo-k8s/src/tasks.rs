@@ -180,7 +180,7 @@ mod tests {
         let original = boutique::policies().expect("policies");
         let targets = engine::targets(&w);
         let healthy = engine::truth_table(&original, &w, &targets);
-        for i in 0..60 {
+        for i in 0..30 {
             let t = g.generate(5, i).expect("task");
             let (label, level, kinds) = LABELS[(i % 15) as usize];
             assert_eq!((t.label.as_str(), t.level), (label, level));
