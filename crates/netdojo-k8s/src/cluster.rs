@@ -7,7 +7,6 @@
 //! per pod, the tables that changed. The prober opens real connections from inside each source
 //! pod (a TCP connect; a UDP request that the listener answers) to every target, all at once.
 
-use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::process::{Command, Stdio};
@@ -351,9 +350,4 @@ fn nft(ns: &str, script: &str) -> Result<(), String> {
         }
     })
     .map_err(|e| e.to_string())?
-}
-
-/// Pod index by `namespace/name`, for callers that name pods.
-pub fn pod_index(workload: &Workload) -> BTreeMap<String, usize> {
-    (0..workload.pods.len()).map(|i| (workload.display_name(i), i)).collect()
 }
