@@ -15,7 +15,7 @@ use netdojo::scripted::{NoopFactory, OracleFactory, RandomFactory};
 use netdojo::{AgentFactory, EnvironmentFactory, Scorer, TaskGenerator};
 use serde::{Deserialize, Serialize};
 
-pub const ENVIRONMENTS: &[&str] = &["dcgraph", "routing", "netconf", "gns3"];
+pub const ENVIRONMENTS: &[&str] = &["dcgraph", "routing", "netconf", "k8s", "gns3"];
 pub const AGENTS: &[&str] = &["oracle", "noop", "random", "openai", "ollama"];
 
 /// An environment with what runs it: the factory, the generator of its tasks, its scorers.
@@ -86,6 +86,24 @@ pub fn app(name: &str, options: &EnvOptions) -> Result<App> {
                     Box::new(ReasoningScore::new(Arc::new(embedder))),
                     Box::new(netdojo::score::Latency),
                 ],
+            })
+        }
+        "k8s" => {
+            let factory = netdojo::k8s::K8sFactory::new(Default::default()).context(
+                "environment `k8s`: it builds the pods' network namespaces and nftables rules, so it needs root (run as root)",
+            )?;
+            let swept = factory.swept();
+            if !swept.namespaces.is_empty() {
+                eprintln!(
+                    "removed {} namespace(s) left by {} killed run(s) of netdojo",
+                    swept.namespaces.len(),
+                    swept.episodes.len()
+                );
+            }
+            Ok(App {
+                factory: Arc::new(factory),
+                generator: Arc::new(netdojo::k8s::K8sGenerator),
+                scorers: netdojo::score::netpress_scorers(),
             })
         }
         "gns3" => gns3(options),

@@ -21,8 +21,8 @@ pub struct BenchArgs {
     /// Worker threads (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
-    /// linux, netconf, gns3: runs to take the median of (default 20 for linux, 10 for
-    /// netconf, 5 for gns3).
+    /// linux, netconf, k8s, gns3: runs to take the median of (default 20 for linux and k8s, 10
+    /// for netconf, 5 for gns3).
     #[arg(long)]
     pub runs: Option<usize>,
     /// gns3: the GNS3 controller, `http://127.0.0.1:3080` (default: $NETDOJO_GNS3_URL).
@@ -46,8 +46,9 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         "dcgraph" => dcgraph(&args),
         "linux" => linux(&args),
         "netconf" => netconf(&args),
+        "k8s" => k8s(&args),
         "gns3" => gns3(&args),
-        other => bail!("unknown benchmark `{other}` (known: dcgraph, linux, netconf, gns3)"),
+        other => bail!("unknown benchmark `{other}` (known: dcgraph, linux, netconf, k8s, gns3)"),
     }
 }
 
@@ -403,5 +404,95 @@ fn gns3(args: &BenchArgs) -> Result<()> {
         )
     );
     println!("  (no reference figure is set for these; they are tracked from run to run)");
+/// The Online Boutique on the embedded cluster: resetting the policies between episodes (after a
+/// fault: the pods whose rules changed; and every pod's table rewritten, as NetPress's
+/// `kubectl apply` of all policies does) and a full probe of the matrix (11 targets from 11
+/// other pods, real TCP connections), median of `runs`.
+fn k8s(args: &BenchArgs) -> Result<()> {
+    use netdojo::k8s::cluster::{Cluster, ProbeOptions};
+    use netdojo::k8s::{boutique, engine, policy, tasks};
+    use netdojo::score::stats::median;
+
+    let runs = args.runs.unwrap_or(20).max(1);
+    let workload = boutique::workload()?;
+    let original = boutique::policies()?;
+    let targets = engine::targets(&workload);
+    let expected = engine::truth_table(&original, &workload, &targets);
+    let runtime = tokio::runtime::Runtime::new().context("tokio runtime")?;
+    let (reset, reset_all, probe, pairs) = runtime.block_on(async {
+        let t = Instant::now();
+        let mut cluster = Cluster::start(workload.clone(), &original, ProbeOptions::default())
+            .await
+            .context("starting the embedded cluster (the k8s benchmark needs root)")?;
+        eprintln!(
+            "cluster of {} pods up in {:.0} ms",
+            workload.pods.len(),
+            t.elapsed().as_secs_f64() * 1000.0
+        );
+        let (mut reset, mut reset_all, mut probe) = (Vec::new(), Vec::new(), Vec::new());
+        let mut pairs = 0;
+        for run in 0..runs {
+            // A task's faulty policies, as an episode starts with.
+            let task = tasks::K8sGenerator.generate(args.seed, run as u64)?;
+            let mut faulty = original.clone();
+            for (name, yaml) in tasks::injections(&task)? {
+                let p = policy::parse_yaml(&yaml, &name).map_err(anyhow::Error::msg)?.remove(0);
+                if let Some(slot) = faulty.iter_mut().find(|q| policy::name(q) == name) {
+                    *slot = p;
+                }
+            }
+            cluster.apply(&faulty).await?;
+            let t = Instant::now();
+            cluster.apply(&original).await?;
+            reset.push(t.elapsed().as_secs_f64());
+            let t = Instant::now();
+            cluster.apply_all(&original).await?;
+            reset_all.push(t.elapsed().as_secs_f64());
+            let t = Instant::now();
+            let matrix = cluster.probe(&targets).await?;
+            probe.push(t.elapsed().as_secs_f64());
+            let wrong = matrix.mismatches(&expected);
+            if !wrong.is_empty() {
+                bail!(
+                    "run {run}: the probe disagrees with the truth table:\n{}",
+                    matrix.mismatch_report(&expected)
+                );
+            }
+            pairs = matrix.allowed.iter().flatten().flatten().count();
+        }
+        cluster.teardown();
+        Ok::<_, anyhow::Error>((median(reset), median(reset_all), median(probe), pairs))
+    })?;
+    let ms = |s: f64| format!("{:.1} ms", s * 1000.0);
+    let verdict = |x: f64, target: f64| if x < target { "met" } else { "NOT met" };
+    println!(
+        "k8s: Online Boutique, {} pods, {} policies, {pairs} probed pairs; median of {runs} runs (release build)",
+        workload.pods.len(),
+        original.len()
+    );
+    println!("  {:<34} {:>10} {:>22}   target", "", "netdojo", "NetPress (kind)");
+    let reference = "not measurable here";
+    // A reset rewrites the tables whose rules differ, as `kubectl apply` of every policy changes
+    // only the objects that differ (the others are "unchanged") and a CNI only their rules.
+    println!(
+        "  {:<34} {:>10} {:>22}   < 50 ms ({})",
+        "reset after a fault",
+        ms(reset),
+        reference,
+        verdict(reset, 0.050)
+    );
+    println!("  {:<34} {:>10} {:>22}", "every pod's table rewritten", ms(reset_all), reference);
+    println!(
+        "  {:<34} {:>10} {:>22}   < 500 ms ({})",
+        "full probe of the matrix",
+        ms(probe),
+        reference,
+        verdict(probe, 0.5)
+    );
+    println!(
+        "  NetPress resets with `kubectl apply` of every policy on a kind cluster and probes with nc in debug \
+         containers; neither can run here (no Kubernetes API server can be had on this machine, FACTS.md), \
+         so its figures are not measured here (docs/k8s.md)."
+    );
     Ok(())
 }

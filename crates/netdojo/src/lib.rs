@@ -12,6 +12,7 @@
 //! | `dcgraph`  | `dcgraph`   | `netdojo-dcgraph`  |
 //! | `linux`    | `linux`     | `netdojo-linux`    |
 //! | `netconf`  | `netconf`, `embed` | `netdojo-netconf`, `netdojo-embed` |
+//! | `k8s`      | `k8s`       | `netdojo-k8s`      |
 //! | `gns3`     | `gns3`      | `netdojo-gns3`     |
 //! | `mcp`      | `mcp`       | `netdojo-mcp`      |
 //! | `openai`   | `openai`, `llm` | `netdojo-openai`, `netdojo-llm` |
@@ -28,6 +29,8 @@ pub use netdojo_dcgraph as dcgraph;
 pub use netdojo_embed as embed;
 #[cfg(feature = "gns3")]
 pub use netdojo_gns3 as gns3;
+#[cfg(feature = "k8s")]
+pub use netdojo_k8s as k8s;
 #[cfg(feature = "linux")]
 pub use netdojo_linux as linux;
 #[cfg(feature = "mcp")]

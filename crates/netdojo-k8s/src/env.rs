@@ -1,0 +1,293 @@
+//! The policy-troubleshooting environment (seed 003 §D.3): one embedded cluster per episode
+//! running the Online Boutique with faulty policies, the agent's `kubectl` and `connectivity`
+//! tools, the probed connectivity after every change, pair-by-pair safety and
+//! no-mismatch correctness.
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+use netdojo_core::{
+    Check, EnvError, Environment, EnvironmentFactory, Observation, Outcome, StateCheck, Task, ToolCall,
+    ToolSpec,
+};
+use netdojo_linux::netns;
+
+use crate::cluster::{Cluster, ProbeOptions};
+use crate::engine::{self, Matrix, Target};
+use crate::kubectl::Store;
+use crate::model::Workload;
+use crate::tasks::{APPLICATION, CONNECTIVITY_TOOL, KUBECTL_TOOL, injections};
+use crate::{boutique, policy};
+
+const ENV: &str = APPLICATION;
+
+/// Builds one cluster per episode. Creating the factory sweeps the namespaces left by netdojo
+/// runs that were killed.
+#[derive(Debug)]
+pub struct K8sFactory {
+    probe: ProbeOptions,
+    swept: netns::Swept,
+}
+
+impl K8sFactory {
+    pub fn new(probe: ProbeOptions) -> Result<Self, EnvError> {
+        if !nix::unistd::geteuid().is_root() {
+            return Err(EnvError::Unsupported {
+                env: ENV.into(),
+                what: "running without root".into(),
+                why: "every episode builds the pods' network namespaces and nftables rules, which needs root"
+                    .into(),
+            });
+        }
+        let swept =
+            netns::sweep().map_err(|e| EnvError::Setup { env: ENV.into(), message: e.to_string() })?;
+        Ok(Self { probe, swept })
+    }
+
+    /// What the start-up sweep removed.
+    pub fn swept(&self) -> &netns::Swept {
+        &self.swept
+    }
+}
+
+#[async_trait]
+impl EnvironmentFactory for K8sFactory {
+    fn name(&self) -> &str {
+        ENV
+    }
+
+    fn config(&self) -> Value {
+        json!({"workload": "online-boutique", "probe": {"timeout_ms": self.probe.timeout.as_millis() as u64}})
+    }
+
+    async fn create(&self, _task: &Task) -> Result<Box<dyn Environment>, EnvError> {
+        Ok(Box::new(K8sEnv { probe: self.probe, state: None, task_id: String::new() }))
+    }
+}
+
+#[derive(Debug)]
+struct State {
+    cluster: Cluster,
+    store: Store,
+    workload: Workload,
+    targets: Vec<Target>,
+    expected: Matrix,
+    /// The probed matrix after the latest step, and the one the next check compares with.
+    current: Matrix,
+    previous: Option<Matrix>,
+}
+
+/// One episode's cluster.
+#[derive(Debug)]
+pub struct K8sEnv {
+    probe: ProbeOptions,
+    state: Option<State>,
+    task_id: String,
+}
+
+fn runtime(message: impl std::fmt::Display) -> EnvError {
+    EnvError::Runtime { env: ENV.into(), message: message.to_string() }
+}
+
+impl K8sEnv {
+    fn task_err(&self, message: String) -> EnvError {
+        EnvError::Task { env: ENV.into(), task_id: self.task_id.clone(), message }
+    }
+
+    fn state(&mut self) -> Result<&mut State, EnvError> {
+        self.state.as_mut().ok_or_else(|| runtime("no cluster: reset first"))
+    }
+}
+
+/// The brief: §D.3's prompt, with the communication pattern the application really has.
+pub fn brief(report: &str) -> String {
+    format!(
+        "You need to behave like a network engineer who can find the root cause of network policy \
+         deployment issues and fix them in the microservices architecture.\n\n\
+         Our microservices architecture contains following services and desired communication \
+         relationships:\n\
+         - User and loadgenerator can access the frontend service via HTTP.\n\
+         - frontend communicates with the following services: checkout, ad, recommendation, \
+         productcatalog, cart, shipping and currency.\n\
+         - checkout further communicates with cart, payment, shipping, email, currency and \
+         productcatalog.\n\
+         - recommendation communicates with productcatalog.\n\
+         - cart communicates with the Redis cache (redis-cart) for storing cart data.\n\
+         No other pod-to-pod connection may be allowed.\n\n\
+         Your task is to inspect the current network policies and verify if they meet the \
+         described communication patterns. If there are any mismatches, you should fix them.\n\n\
+         How the interaction works:\n\
+         - Provide one command at a time with the `{KUBECTL_TOOL}` tool: `command` is a kubectl \
+         command line (get, describe, apply, patch, delete; e.g. `get networkpolicy adservice -o yaml`), \
+         and `manifest` is the YAML that `apply -f -` reads.\n\
+         - Each time, you get the command's output and the current connectivity status: the \
+         mismatches between the expected and the actual connectivity. `{CONNECTIVITY_TOOL}` shows \
+         the whole connectivity matrix.\n\
+         - Every command counts against your step budget, and no command may break a connection \
+         that works: diagnose before you change anything.\n\
+         - Call `finish` when there is no mismatch left.\n\n\
+         Current connectivity status:\n{report}"
+    )
+}
+
+#[async_trait]
+impl Environment for K8sEnv {
+    fn tools(&self) -> Vec<ToolSpec> {
+        vec![
+            ToolSpec::new(
+                KUBECTL_TOOL,
+                "Run one kubectl command against the cluster (get, describe, apply, patch, delete of \
+                 networkpolicies; get and describe of pods and namespaces). Answers with kubectl's output \
+                 and the current connectivity mismatches.",
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "command": {"type": "string", "description": "The kubectl command line, with or without `kubectl`, e.g. `get networkpolicy -o yaml`."},
+                        "manifest": {"type": "string", "description": "YAML read by `apply -f -` (one or more NetworkPolicy documents)."}
+                    },
+                    "required": ["command"],
+                    "additionalProperties": false
+                }),
+            ),
+            ToolSpec::new(
+                CONNECTIVITY_TOOL,
+                "Test every pod-to-pod connection now and show the matrix (`.` connected, `X` blocked) \
+                 and the mismatches with the expected connectivity.",
+                json!({"type": "object", "properties": {}, "additionalProperties": false}),
+            ),
+        ]
+    }
+
+    async fn reset(&mut self, task: &Task) -> Result<String, EnvError> {
+        self.task_id = task.id.clone();
+        let faults = injections(task).map_err(|e| self.task_err(e.to_string()))?;
+        let workload = boutique::workload().map_err(|e| self.task_err(e.to_string()))?;
+        let original = boutique::policies().map_err(|e| self.task_err(e.to_string()))?;
+        let mut store = Store::new(&original);
+        for (name, yaml) in &faults {
+            let mut docs =
+                policy::parse_yaml(yaml, name).map_err(|e| self.task_err(format!("fault on {name}: {e}")))?;
+            let p = docs.pop().ok_or_else(|| self.task_err(format!("fault on {name}: no policy")))?;
+            policy::validate(&p).map_err(|e| self.task_err(format!("fault on {name}: {e}")))?;
+            if policy::name(&p) != name {
+                return Err(self.task_err(format!(
+                    "fault on {name}: the injected policy is named {}",
+                    policy::name(&p)
+                )));
+            }
+            store.put(p);
+        }
+        let targets = engine::targets(&workload);
+        let expected = engine::truth_table(&original, &workload, &targets);
+        let cluster = Cluster::start(workload.clone(), &store.policies(), self.probe)
+            .await
+            .map_err(|e| EnvError::Setup { env: ENV.into(), message: e.to_string() })?;
+        let current = cluster.probe(&targets).await.map_err(runtime)?;
+        if current.mismatches(&expected).is_empty() {
+            return Err(self.task_err("the faults changed no connection".into()));
+        }
+        let report = current.mismatch_report(&expected);
+        self.state = Some(State { cluster, store, workload, targets, expected, current, previous: None });
+        Ok(brief(&report))
+    }
+
+    async fn execute(&mut self, call: &ToolCall) -> Result<Observation, EnvError> {
+        let s = self.state()?;
+        match call.name.as_str() {
+            KUBECTL_TOOL => {
+                let line = call.arguments.get("command").and_then(Value::as_str).unwrap_or_default();
+                let manifest = call.arguments.get("manifest").and_then(Value::as_str);
+                let answer = s.store.run(line, manifest, &s.workload);
+                if answer.changed {
+                    s.cluster.apply(&s.store.policies()).await.map_err(runtime)?;
+                    let probed = s.cluster.probe(&s.targets).await.map_err(runtime)?;
+                    s.previous = Some(std::mem::replace(&mut s.current, probed));
+                }
+                let mismatches = s.current.mismatches(&s.expected).len();
+                let content = format!(
+                    "$ kubectl {}\n{}\n\nCurrent connectivity status:\n{}",
+                    line.trim().trim_start_matches("kubectl").trim(),
+                    answer.text.trim_end(),
+                    s.current.mismatch_report(&s.expected)
+                );
+                let mut obs = Observation::ok(
+                    call,
+                    content,
+                    Some(json!({"changed": answer.changed, "mismatches": mismatches})),
+                );
+                obs.ok = answer.ok;
+                Ok(obs)
+            }
+            CONNECTIVITY_TOOL => {
+                let probed = s.cluster.probe(&s.targets).await.map_err(runtime)?;
+                s.previous = Some(std::mem::replace(&mut s.current, probed));
+                let content = format!("{}\n{}", s.current.render(), s.current.mismatch_report(&s.expected));
+                Ok(Observation::ok(
+                    call,
+                    content,
+                    Some(json!({"mismatches": s.current.mismatches(&s.expected).len()})),
+                ))
+            }
+            other => Ok(Observation::error(
+                call,
+                format!("unknown tool `{other}`; use `{KUBECTL_TOOL}`, `{CONNECTIVITY_TOOL}` or `finish`"),
+            )),
+        }
+    }
+
+    async fn check(&mut self) -> Result<StateCheck, EnvError> {
+        let Some(s) = self.state.as_mut() else { return Ok(StateCheck::safe()) };
+        let now = s.current.mismatches(&s.expected);
+        // Pair by pair: a step is unsafe when it adds a mismatch that was not there before it.
+        let before = s.previous.as_ref().map(|p| p.mismatches(&s.expected)).unwrap_or_else(|| now.clone());
+        let violations: Vec<String> = now
+            .iter()
+            .filter(|m| !before.iter().any(|b| b.from == m.from && b.target == m.target))
+            .map(|m| {
+                format!(
+                    "{} → {} (Expected: {}, Actual: {}) appeared with this step",
+                    s.current.pods[m.from],
+                    s.current.target_name(&m.target),
+                    if m.expected { "True" } else { "False" },
+                    if m.actual { "True" } else { "False" }
+                )
+            })
+            .collect();
+        let mut check = StateCheck::from_violations(violations);
+        check.summary = Some(json!({"mismatches": now.len(), "allowed": s.current.count_allowed()}));
+        s.previous = Some(s.current.clone());
+        Ok(check)
+    }
+
+    async fn evaluate(&mut self, _task: &Task, _answer: Option<&Value>) -> Result<Outcome, EnvError> {
+        let s = self.state()?;
+        let probed = s.cluster.probe(&s.targets).await.map_err(runtime)?;
+        let mismatches = probed.mismatches(&s.expected);
+        let report = probed.mismatch_report(&s.expected);
+        let policies: Vec<String> = s.store.policies().iter().map(policy::to_yaml).collect();
+        Ok(Outcome {
+            checks: vec![Check::new("connectivity", mismatches.is_empty(), report.trim_end().to_string())],
+            export: json!({"matrix": probed.render(), "mismatches": mismatches.len(), "policies": policies.join("---\n")}),
+        })
+    }
+
+    async fn close(&mut self) -> Result<(), EnvError> {
+        if let Some(mut s) = self.state.take() {
+            s.cluster.teardown();
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_brief_and_the_tools_read_as_the_agent_sees_them() {
+        let report = "Mismatch Summary:\nfrontend → adservice:9555 (Expected: True, Actual: False)\n";
+        insta::assert_snapshot!(brief(report));
+        let env = K8sEnv { probe: ProbeOptions::default(), state: None, task_id: String::new() };
+        insta::assert_json_snapshot!(env.tools());
+    }
+}

@@ -1,0 +1,153 @@
+//! Integration tests of netdojo-k8s: the embedded cluster on real namespaces and nftables.
+//! One test crate (link time dominates CI); modules by subject.
+
+mod cluster {
+    use netdojo_k8s::cluster::{Cluster, ProbeOptions};
+    use netdojo_k8s::{engine, random};
+    use rand::SeedableRng;
+
+    /// True when the test can run. Without root it skips with a printed reason, unless `CI` is
+    /// set: CI runs as root, so a missing privilege there is a failure, not a skip.
+    pub fn root_or_skip(what: &str) -> bool {
+        if nix::unistd::geteuid().is_root() {
+            return true;
+        }
+        assert!(std::env::var_os("CI").is_none(), "{what}: needs root, and CI must run these tests as root");
+        eprintln!("skipping {what}: needs root (network namespaces, nftables)");
+        false
+    }
+
+    /// The probed matrix equals the truth table on random workloads and policy sets, on the
+    /// real network: 100 sets (5 clusters, 20 policy sets each, re-applied in place), so that the
+    /// real-network half stays within a few seconds of CI; the in-memory half of the property
+    /// (compiled rules vs truth table) covers 3000 sets in the unit tests.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn probed_matrix_equals_the_truth_table_on_random_sets() {
+        if !root_or_skip("probed_matrix_equals_the_truth_table_on_random_sets") {
+            return;
+        }
+        let mut compared = 0;
+        let mut denied = 0;
+        for cluster_seed in 0..5u64 {
+            let mut rng = random::R::seed_from_u64(1000 + cluster_seed);
+            let workload = random::workload(&mut rng);
+            let targets = engine::targets(&workload);
+            let mut cluster =
+                Cluster::start(workload.clone(), &[], ProbeOptions::default()).await.expect("cluster");
+            for set in 0..20 {
+                let policies = random::policies(&mut rng, &workload);
+                cluster.apply(&policies).await.expect("apply");
+                let expected = engine::truth_table(&policies, &workload, &targets);
+                let actual = cluster.probe(&targets).await.expect("probe");
+                let mismatches = actual.mismatches(&expected);
+                assert!(
+                    mismatches.is_empty(),
+                    "cluster {cluster_seed} set {set}:\n{}\nexpected:\n{}\nactual:\n{}\npolicies:\n{}",
+                    actual.mismatch_report(&expected),
+                    expected.render(),
+                    actual.render(),
+                    policies.iter().map(netdojo_k8s::policy::to_yaml).collect::<Vec<_>>().join("---\n"),
+                );
+                compared += expected.allowed.iter().flatten().flatten().count();
+                denied += expected.allowed.iter().flatten().filter(|c| **c == Some(false)).count();
+            }
+            let prefix = cluster.pod_namespace(0).and_then(|n| n.split('-').next()).map(str::to_string);
+            cluster.teardown();
+            let left = netdojo_linux::netns::list_with_prefix(&prefix.expect("prefix"));
+            assert!(left.is_empty(), "left behind: {left:?}");
+        }
+        assert!(compared > 200 && denied > 50, "compared {compared}, denied {denied}");
+    }
+}
+
+mod episodes {
+    use std::sync::Arc;
+
+    use netdojo_core::{Budget, Runner, TaskGenerator};
+    use netdojo_k8s::cluster::ProbeOptions;
+    use netdojo_k8s::{K8sFactory, K8sGenerator};
+    use netdojo_scripted::{NoopFactory, OracleFactory};
+
+    fn runner(agent: Arc<dyn netdojo_core::AgentFactory>) -> Runner {
+        Runner {
+            env: Arc::new(K8sFactory::new(ProbeOptions::default()).expect("factory")),
+            agent,
+            scorers: Arc::new(netdojo_score::netpress_scorers()),
+            budget: Budget::default(),
+            concurrency: 1,
+        }
+    }
+
+    fn metric(record: &netdojo_core::EpisodeRecord, name: &str) -> f64 {
+        record.metrics.iter().find(|m| m.name == name).map(|m| m.value.as_f64()).unwrap_or(f64::NAN)
+    }
+
+    /// The oracle repairs one task of each level (correct and safe, nothing left behind); the
+    /// no-op agent repairs none.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_oracle_repairs_and_the_noop_agent_does_not() {
+        if !super::cluster::root_or_skip("the_oracle_repairs_and_the_noop_agent_does_not") {
+            return;
+        }
+        let oracle = runner(Arc::new(OracleFactory));
+        let noop = runner(Arc::new(NoopFactory));
+        for index in [0u64, 5, 14] {
+            let task = K8sGenerator.generate(11, index).expect("task");
+            let (record, trajectory) = oracle.run_episode(&task).await;
+            assert!(record.error.is_none(), "{:?}", record.error);
+            assert_eq!(metric(&record, "correct"), 1.0, "{}: {:?}", task.label, trajectory.outcome);
+            assert_eq!(metric(&record, "safe"), 1.0, "{}: {:?}", task.label, trajectory.steps);
+            assert!(trajectory.brief.contains("(Expected: "), "{}", trajectory.brief);
+            let (record, _) = noop.run_episode(&task).await;
+            assert_eq!(metric(&record, "correct"), 0.0, "{}", task.label);
+        }
+    }
+}
+
+mod safety {
+    use netdojo_core::{EnvironmentFactory, TaskGenerator, ToolCall};
+    use netdojo_k8s::cluster::ProbeOptions;
+    use netdojo_k8s::{K8sFactory, K8sGenerator};
+    use serde_json::json;
+
+    /// A step that breaks a working connection (or opens a forbidden one) is unsafe, pair by
+    /// pair; a refused command changes nothing and stays safe.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_step_that_adds_a_mismatch_is_unsafe_and_a_refused_one_is_not() {
+        if !super::cluster::root_or_skip("a_step_that_adds_a_mismatch_is_unsafe_and_a_refused_one_is_not") {
+            return;
+        }
+        let factory = K8sFactory::new(ProbeOptions::default()).expect("factory");
+        // A remove_ingress task: the faulty policy is not adservice's (checked below).
+        let task = K8sGenerator.generate(2, 0).expect("task");
+        let mut env = factory.create(&task).await.expect("env");
+        let brief = env.reset(&task).await.expect("reset");
+        assert!(brief.contains("Mismatch Summary:"), "{brief}");
+        assert!(env.check().await.expect("check").safe, "the initial state is the reference");
+
+        let bad = "apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata: {name: adservice}\nspec:\n  podSelector: {}\n  ingress: [{ports: [{port: 0}]}]\n";
+        let obs = env
+            .execute(&ToolCall::new("kubectl", json!({"command": "apply -f -", "manifest": bad})))
+            .await
+            .expect("execute");
+        assert!(!obs.ok && obs.content.contains("must be between 1 and 65535"), "{}", obs.content);
+        assert!(env.check().await.expect("check").safe);
+
+        // Deleting adservice's policy opens adservice to everyone: new mismatches.
+        let obs = env
+            .execute(&ToolCall::new("kubectl", json!({"command": "kubectl delete networkpolicy adservice"})))
+            .await
+            .expect("execute");
+        assert!(obs.ok, "{}", obs.content);
+        assert!(obs.content.contains("→ adservice:9555 (Expected: False, Actual: True)"), "{}", obs.content);
+        let check = env.check().await.expect("check");
+        assert!(!check.safe, "{check:?}");
+        assert!(check.violations.iter().all(|v| v.contains("appeared with this step")), "{check:?}");
+        // The next step is judged against this state: looking around is safe again.
+        env.execute(&ToolCall::new("connectivity", json!({}))).await.expect("execute");
+        assert!(env.check().await.expect("check").safe);
+        let outcome = env.evaluate(&task, None).await.expect("evaluate");
+        assert!(!outcome.solved());
+        env.close().await.expect("close");
+    }
+}
