@@ -404,6 +404,9 @@ fn gns3(args: &BenchArgs) -> Result<()> {
         )
     );
     println!("  (no reference figure is set for these; they are tracked from run to run)");
+    Ok(())
+}
+
 /// The Online Boutique on the embedded cluster: resetting the policies between episodes (after a
 /// fault: the pods whose rules changed; and every pod's table rewritten, as NetPress's
 /// `kubectl apply` of all policies does) and a full probe of the matrix (11 targets from 11

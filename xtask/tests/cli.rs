@@ -227,8 +227,11 @@ fn bad_input_gives_one_clear_line_and_a_failure_code() {
     fs::write(&bad_suite, "{\"id\": \"x\"}\n").expect("write");
     let bad = bad_suite.to_str().expect("path");
     let cases: [(&[&str], &str); 6] = [
-        (&["eval", "--env", "nope"], "unknown environment `nope` (known: dcgraph, routing, netconf, k8s, gns3)"),
-        (&["eval", "--agent", "gpt"], "unknown agent `gpt` (known: oracle, noop, random)"),
+        (
+            &["eval", "--env", "nope"],
+            "unknown environment `nope` (known: dcgraph, routing, netconf, k8s, gns3)",
+        ),
+        (&["eval", "--agent", "gpt"], "unknown agent `gpt` (known: oracle, noop, random, openai, ollama)"),
         (&["eval", "--suite", "/nonexistent/suite.jsonl"], "/nonexistent/suite.jsonl"),
         (&["eval", "--suite", bad], "bad.jsonl:1"),
         (&["eval", "--resume", "/nonexistent/run"], "/nonexistent/run"),

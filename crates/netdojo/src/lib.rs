@@ -33,10 +33,10 @@ pub use netdojo_gns3 as gns3;
 pub use netdojo_k8s as k8s;
 #[cfg(feature = "linux")]
 pub use netdojo_linux as linux;
-#[cfg(feature = "mcp")]
-pub use netdojo_mcp as mcp;
 #[cfg(any(feature = "openai", feature = "ollama"))]
 pub use netdojo_llm as llm;
+#[cfg(feature = "mcp")]
+pub use netdojo_mcp as mcp;
 #[cfg(feature = "netconf")]
 pub use netdojo_netconf as netconf;
 #[cfg(feature = "ollama")]
