@@ -83,6 +83,9 @@ pub fn run(command: McpCommand) -> Result<()> {
             serve(task, app.scorers, options, stop).await
         })
         .with_context(|| format!("mcp serve (run directory {})", out.display()))?;
+    // tokio reads stdin on a blocking thread that only a new line or EOF ends: do not wait
+    // for it when the client keeps stdin open.
+    runtime.shutdown_timeout(Duration::from_secs(1));
     eprintln!("{}", summary(&finished));
     eprintln!("run directory: {}", finished.run_dir.display());
     Ok(())

@@ -31,6 +31,7 @@ pub struct McpEnvironment {
 impl McpEnvironment {
     /// Connects over streamable HTTP.
     pub async fn connect_http(url: &str) -> Result<Self, EnvError> {
+        install_crypto_provider();
         let client = ()
             .serve(StreamableHttpClientTransport::from_uri(url.to_string()))
             .await
@@ -162,4 +163,11 @@ impl Environment for McpEnvironment {
         self.client.cancellation_token().cancel();
         Ok(())
     }
+}
+
+/// reqwest is built without a default TLS crypto provider (the workspace's choice: rustls with
+/// ring, no C build), and a client cannot be built until one is installed: install ring's.
+/// This fails only when one is installed already, which serves as well.
+pub fn install_crypto_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
 }

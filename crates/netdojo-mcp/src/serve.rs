@@ -117,17 +117,28 @@ pub async fn serve(
                 source: std::io::Error::other(e.to_string()),
             })?;
             let closed = running.cancellation_token();
-            tokio::select! {
-                _ = link.finished() => {}
-                () = stop.cancelled() => episode.stop(),
+            let client_gone = running.waiting();
+            tokio::pin!(client_gone);
+            let finished = tokio::select! {
+                _ = link.finished() => true,
+                () = stop.cancelled() => { episode.stop(); false }
                 // The client went away: the episode ends as it stands.
-                _ = running.waiting() => episode.stop(),
+                _ = &mut client_gone => { episode.stop(); false }
+            };
+            if finished {
+                // The answer to the call that ended the episode (`done`) may still be on its way
+                // out: cancelling the session now would drop it, and the client would wait for it
+                // forever. Let the client read it and hang up, within a grace period.
+                let _ = tokio::time::timeout(STDIO_GRACE, &mut client_gone).await;
             }
             closed.cancel();
             episode.join().await.ok_or_else(|| ServeError::Setup("the episode vanished".into()))
         }
     }
 }
+
+/// How long a stdio client has to read the last answer and close after its episode ended.
+const STDIO_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The default run directory of a served task.
 pub fn default_out(task_id: &str) -> PathBuf {

@@ -115,6 +115,7 @@ mod common {
     pub type Client = RunningService<RoleClient, ()>;
 
     pub async fn client(url: &str) -> Client {
+        netdojo_mcp::client::install_crypto_provider();
         ().serve(StreamableHttpClientTransport::from_uri(url.to_string())).await.expect("MCP client connects")
     }
 
@@ -150,6 +151,7 @@ mod common {
     pub async fn raw_initialize(url: &str) -> Value {
         let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}});
+        netdojo_mcp::client::install_crypto_provider();
         let res = reqwest::Client::new()
             .post(url)
             .header("accept", "application/json, text/event-stream")

@@ -97,6 +97,9 @@ fn run(args: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
         });
         serve(task, netdojo_mcp::serve::scorers(), options, stop).await
     })?;
+    // tokio reads stdin on a blocking thread that only a new line or EOF ends: do not wait
+    // for it when the client keeps stdin open.
+    runtime.shutdown_timeout(Duration::from_secs(1));
     eprintln!("{}", summary(&finished));
     Ok(())
 }
