@@ -56,14 +56,7 @@ pub fn app(name: &str, options: &EnvOptions) -> Result<App> {
             let factory = RoutingFactory::new(Default::default()).context(
                 "environment `routing`: it builds real network namespaces, so it needs root (run as root)",
             )?;
-            let swept = factory.swept();
-            if !swept.namespaces.is_empty() {
-                eprintln!(
-                    "removed {} namespace(s) left by {} killed run(s) of netdojo",
-                    swept.namespaces.len(),
-                    swept.episodes.len()
-                );
-            }
+            report_sweep(factory.swept());
             Ok(App {
                 factory: Arc::new(factory),
                 generator: Arc::new(RoutingGenerator),
@@ -92,14 +85,7 @@ pub fn app(name: &str, options: &EnvOptions) -> Result<App> {
             let factory = netdojo::k8s::K8sFactory::new(Default::default()).context(
                 "environment `k8s`: it builds the pods' network namespaces and nftables rules, so it needs root (run as root)",
             )?;
-            let swept = factory.swept();
-            if !swept.namespaces.is_empty() {
-                eprintln!(
-                    "removed {} namespace(s) left by {} killed run(s) of netdojo",
-                    swept.namespaces.len(),
-                    swept.episodes.len()
-                );
-            }
+            report_sweep(factory.swept());
             Ok(App {
                 factory: Arc::new(factory),
                 generator: Arc::new(netdojo::k8s::K8sGenerator),
@@ -271,4 +257,15 @@ pub fn llm_agent(name: &str, seed: u64, args: &LlmArgs, app: &App) -> Result<Arc
         .context("generating the few-shot examples")?;
     let source = serde_json::json!({"generator": app.generator.name(), "seed": pool_seed, "count": count});
     Ok(Arc::new(factory.with_examples(pool, source)))
+}
+
+/// Says what the start-up sweep of an environment on namespaces removed, if anything.
+fn report_sweep(swept: &netdojo::linux::netns::Swept) {
+    if !swept.namespaces.is_empty() {
+        eprintln!(
+            "removed {} namespace(s) left by {} killed run(s) of netdojo",
+            swept.namespaces.len(),
+            swept.episodes.len()
+        );
+    }
 }
