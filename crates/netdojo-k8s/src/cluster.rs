@@ -14,9 +14,9 @@ use std::time::{Duration, Instant};
 
 use futures::future::join_all;
 use k8s_openapi::api::networking::v1::NetworkPolicy;
-use netdojo_linux::netns;
 use netdojo_linux::network::Network;
 use netdojo_linux::topology::Topology;
+use netdojo_linux::{conntrack, netns};
 use socket2::{Domain, Socket, Type};
 use tokio::task::JoinHandle;
 
@@ -186,7 +186,8 @@ impl Cluster {
     }
 
     /// Compiles `policies` and replaces the tables of the pods whose rules changed, each in one
-    /// `nft -f` transaction, all pods at once.
+    /// `nft -f` transaction, all pods at once, then flushes those pods' connection tracking, so
+    /// that what the new rules deny is denied to every later connection.
     pub async fn apply(&mut self, policies: &[NetworkPolicy]) -> Result<Applied, K8sError> {
         self.apply_with(policies, false).await
     }
@@ -208,7 +209,10 @@ impl Cluster {
             let script = rules.nft_script();
             let pod = self.workload.pods[i].name.clone();
             jobs.push(tokio::task::spawn_blocking(move || {
-                nft(&ns, &script).map_err(|e| cluster_err(format!("pod {pod}: {e}")))
+                nft(&ns, &script).map_err(|e| cluster_err(format!("pod {pod}: {e}")))?;
+                // Connections the old rules admitted would otherwise stay admitted (the rules
+                // accept `ct state established` first) until their entries expire.
+                conntrack::flush(&ns).map_err(|e| cluster_err(format!("pod {pod}: {e}")))
             }));
         }
         let pods_updated = jobs.len();

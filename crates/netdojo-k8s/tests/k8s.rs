@@ -58,6 +58,54 @@ mod cluster {
         }
         assert!(compared > 200 && denied > 50, "compared {compared}, denied {denied}");
     }
+
+    /// A flow the old rules admitted is denied as soon as new rules deny it, even when it
+    /// keeps its 5-tuple: applying flushes connection tracking. Without the flush the kernel
+    /// keeps accepting it as `established` for 30 s (the CI failure this test pins down: a
+    /// probe that reused a source port saw a denied UDP target as open).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_denied_flow_stays_denied_when_it_reuses_an_admitted_tuple() {
+        use std::collections::BTreeMap;
+        use std::time::Duration;
+
+        use netdojo_k8s::model::{ContainerPort, Protocol, Workload};
+
+        if !root_or_skip("a_denied_flow_stays_denied_when_it_reuses_an_admitted_tuple") {
+            return;
+        }
+        let mut workload = Workload::default();
+        let port = ContainerPort { name: None, port: 5353, protocol: Protocol::Udp };
+        workload.add_pod("a", "server", BTreeMap::new(), vec![port]).expect("pod");
+        workload.add_pod("a", "client", BTreeMap::new(), vec![]).expect("pod");
+        let server = std::net::SocketAddr::from((workload.pods[0].ip, 5353));
+        let policy = |spec: &str| {
+            let text = format!(
+                "apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata: {{name: p, namespace: a}}\nspec: {spec}\n"
+            );
+            netdojo_k8s::policy::parse_yaml(&text, "test policy").expect("policy")
+        };
+        // Allowed by a policy rather than by no policy: a namespace tracks connections only
+        // once a rule asks for `ct state`, and the point is an entry made under the old rules.
+        let allow = policy("{podSelector: {}, policyTypes: [Ingress], ingress: [{}]}");
+        let deny = policy("{podSelector: {}, policyTypes: [Ingress]}");
+        let mut cluster = Cluster::start(workload, &allow, ProbeOptions::default()).await.expect("cluster");
+        let client_ns = cluster.pod_namespace(1).expect("client").to_string();
+        let socket =
+            netdojo_linux::netns::in_netns(&client_ns, || std::net::UdpSocket::bind("0.0.0.0:40001"))
+                .expect("netns")
+                .expect("bind");
+        socket.set_read_timeout(Some(Duration::from_millis(500))).expect("timeout");
+        let exchange = |socket: &std::net::UdpSocket| {
+            socket.send_to(b"netdojo-probe", server).expect("send");
+            let mut buf = [0u8; 64];
+            socket.recv_from(&mut buf).is_ok()
+        };
+        assert!(exchange(&socket), "allowed: the echo answers");
+
+        cluster.apply(&deny).await.expect("apply");
+        assert!(!exchange(&socket), "the same tuple got through a deny-all ingress policy");
+        cluster.teardown();
+    }
 }
 
 mod episodes {

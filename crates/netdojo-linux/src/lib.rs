@@ -6,10 +6,12 @@
 //! - [`network`]: building a topology with rtnetlink, readiness, teardown.
 //! - [`pingmesh`]: every host pings every other, in parallel; Mininet's pingall rendering.
 //! - [`frr`]: FRRouting instances for `frr` routers (one per namespace, vtysh inside it).
+//! - [`conntrack`]: flushing a namespace's connection tracking after its rules change.
 //! - [`exec`]: the sandbox that runs an agent's command in one node's namespace.
 //! - [`preflight`]: what the machine must offer (root, FRRouting), asked in one place.
 //! - [`routing`]: the routing application: topology from a seed, fault catalogue, tasks, env.
 
+pub mod conntrack;
 pub mod exec;
 pub mod frr;
 pub mod netns;
