@@ -5,10 +5,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
+use netdojo::config::CommandScore;
 use netdojo::dcgraph::{DcGraphFactory, GraphSource, QueryGenerator};
 use netdojo::linux::routing::{RoutingFactory, RoutingGenerator};
 use netdojo::llm::{ChatModel, LlmAgentFactory, RetryPolicy, Sampling, Settings, Strategy, ToolMode};
-use netdojo::netconf::{CommandScore, NetconfFactory, NetconfGenerator, ReasoningScore};
+use netdojo::netconf::{NetconfFactory, NetconfGenerator, ReasoningScore};
 use netdojo::ollama::{OllamaChat, OllamaConfig};
 use netdojo::openai::{OpenAiChat, OpenAiConfig};
 use netdojo::scripted::{NoopFactory, OracleFactory, RandomFactory};

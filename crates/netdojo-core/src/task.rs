@@ -101,6 +101,17 @@ pub struct ConfigTask {
     pub testcases: Vec<Testcase>,
 }
 
+/// A link as the seed writes it, `"A eth0 <-> B eth1"`, as its two ends ((A, eth0), (B, eth1)).
+pub fn parse_link(link: &str) -> Option<((String, String), (String, String))> {
+    let (a, b) = link.split_once("<->")?;
+    let end = |s: &str| {
+        let mut words = s.split_whitespace();
+        let (node, iface) = (words.next()?, words.next()?);
+        words.next().is_none().then(|| (node.to_string(), iface.to_string()))
+    };
+    Some((end(a)?, end(b)?))
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ConfigTopology {
     pub nodes: Vec<String>,
@@ -350,14 +361,11 @@ pub fn validate_task(task: &Task) -> Result<(), TaskError> {
         }
         for (i, link) in config.topology.links.iter().enumerate() {
             let field = format!("topology.links[{i}]");
-            let ends: Vec<Vec<&str>> =
-                link.split("<->").map(|side| side.split_whitespace().collect()).collect();
-            let well_formed = ends.len() == 2 && ends.iter().all(|e| e.len() == 2);
-            if !well_formed {
+            let Some(((a, _), (b, _))) = parse_link(link) else {
                 return Err(invalid(&field, &format!("`{link}` is not `A eth0 <-> B eth0`")));
-            }
-            if let Some(end) = ends.iter().find(|e| !known(e[0])) {
-                return Err(invalid(&field, &format!("device `{}` is not in topology.nodes", end[0])));
+            };
+            if let Some(device) = [a, b].into_iter().find(|d| !known(d)) {
+                return Err(invalid(&field, &format!("device `{device}` is not in topology.nodes")));
             }
         }
         for (i, tc) in config.testcases.iter().enumerate() {

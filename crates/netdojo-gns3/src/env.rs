@@ -12,11 +12,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::sync::OnceCell;
 
+use netdojo_core::task::parse_link;
 use netdojo_core::{
     Check, ConfigTask, EnvError, Environment, EnvironmentFactory, Observation, Outcome, StateCheck, Task,
     TaskKind, Testcase, ToolCall, ToolSpec,
 };
-use netdojo_netconf::env::parse_link;
 
 use crate::api::{Credentials, Gns3Client, Gns3Error, LinkEnd, Node};
 use crate::device::{CommandResult, Device};
@@ -503,8 +503,8 @@ impl Gns3Env {
         &self,
         task: &ConfigTask,
         finals: &BTreeMap<String, String>,
-    ) -> Result<netdojo_netconf::score::ScoreReport, EnvError> {
-        use netdojo_netconf::config::{Config, Dialect};
+    ) -> Result<netdojo_config::score::ScoreReport, EnvError> {
+        use netdojo_config::config::{Config, Dialect};
         let mut devices = Vec::new();
         for (device, final_text) in finals {
             let initial_text = self.initial.get(device).cloned().unwrap_or_default();
@@ -518,14 +518,9 @@ impl Gns3Env {
                     .apply(commands, Dialect::Frr)
                     .map_err(|e| runtime_err(format!("ground truth of {device}: {e}")))?;
             }
-            devices.push(netdojo_netconf::score::DeviceEdits::new(
-                device,
-                &initial,
-                &final_config,
-                &expected,
-            ));
+            devices.push(netdojo_config::score::DeviceEdits::new(device, &initial, &final_config, &expected));
         }
-        Ok(netdojo_netconf::score::score(&devices))
+        Ok(netdojo_config::score::score(&devices))
     }
 
     async fn teardown(&mut self) -> Result<(), EnvError> {

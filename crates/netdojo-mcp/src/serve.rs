@@ -163,7 +163,7 @@ pub fn scorers() -> Vec<Box<dyn Scorer>> {
     vec![
         Box::new(netdojo_score::Correctness),
         Box::new(netdojo_score::CheckRate),
-        Box::new(netdojo_netconf::CommandScore),
+        Box::new(netdojo_config::CommandScore),
         Box::new(netdojo_score::Latency),
     ]
 }

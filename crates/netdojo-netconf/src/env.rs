@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
+use netdojo_core::task::parse_link;
 use netdojo_core::{
     Check, ConfigTask, EnvError, Environment, EnvironmentFactory, Observation, Outcome, StateCheck, Task,
     TaskKind, Testcase, ToolCall, ToolSpec,
@@ -43,17 +44,6 @@ fn config_of(task: &Task) -> Result<&ConfigTask, EnvError> {
         TaskKind::Config(c) => Ok(c),
         _ => Err(task_err(task, "netconf runs configuration tasks (seed 001 §4.1)".into())),
     }
-}
-
-/// `"A eth0 <-> B eth1"` → ((A, eth0), (B, eth1)).
-pub fn parse_link(link: &str) -> Option<((String, String), (String, String))> {
-    let (a, b) = link.split_once("<->")?;
-    let end = |s: &str| {
-        let mut words = s.split_whitespace();
-        let (node, iface) = (words.next()?, words.next()?);
-        words.next().is_none().then(|| (node.to_string(), iface.to_string()))
-    };
-    Some((end(a)?, end(b)?))
 }
 
 /// The emulated network of a task: one FRR router per node, linked as the task says, each
@@ -221,8 +211,8 @@ impl NetconfEnv {
         task: &ConfigTask,
         finals: &BTreeMap<String, String>,
         finals_linux: &BTreeMap<String, String>,
-    ) -> Result<crate::score::ScoreReport, EnvError> {
-        use crate::config::{Config, ConfigError, Dialect};
+    ) -> Result<netdojo_config::score::ScoreReport, EnvError> {
+        use netdojo_config::config::{Config, ConfigError, Dialect};
         let parse = |frr: &str, linux: &str| -> Result<Config, EnvError> {
             let mut c =
                 Config::parse(frr, Dialect::Frr).map_err(|e| self.runtime(format!("running-config: {e}")))?;
@@ -249,9 +239,9 @@ impl NetconfEnv {
             if let Some(commands) = task.ground_truth_linux.get(device) {
                 expected.apply(commands, Dialect::Linux).map_err(truth_err)?;
             }
-            devices.push(crate::score::DeviceEdits::new(device, &initial, &final_config, &expected));
+            devices.push(netdojo_config::score::DeviceEdits::new(device, &initial, &final_config, &expected));
         }
-        Ok(crate::score::score(&devices))
+        Ok(netdojo_config::score::score(&devices))
     }
 
     /// Runs one testcase's commands; the output is what the expected regex is matched on.

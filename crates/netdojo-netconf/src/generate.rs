@@ -265,7 +265,7 @@ mod tests {
             assert!(!c.ground_truth_configs.is_empty(), "{}", t.id);
             assert_eq!(c.testcases.len(), 3);
             for link in &c.topology.links {
-                assert!(crate::env::parse_link(link).is_some(), "{link}");
+                assert!(netdojo_core::task::parse_link(link).is_some(), "{link}");
             }
             netdojo_core::task::validate_task(&t).expect("valid");
         }

@@ -2,16 +2,12 @@
 //!
 //! - [`env`]: the environment: routers from a task's topology and startup configurations, the
 //!   Agent-Network Interface (§4.2) as tools, the Task Evaluation Interface (§4.3).
-//! - [`config`], [`diff`], [`score`]: configurations as trees (FRR, IOS style, nftables, tc),
-//!   their hierarchical diff with ordered lists, and the command score with consistent
-//!   wildcard renaming of non-essential identifiers.
+//! - Configurations as trees, their diff and the command score live in netdojo-config, which
+//!   every backend that runs NetConfBench tasks shares.
 //! - [`generate`]: a seeded generator of static-routing and OSPF tasks in the seed's schema.
 
-pub mod config;
-pub mod diff;
 pub mod env;
 pub mod generate;
-pub mod score;
 
 pub use env::{NetconfEnv, NetconfFactory};
 pub use generate::NetconfGenerator;
@@ -20,27 +16,6 @@ use std::sync::Arc;
 
 use netdojo_core::{Metric, Scorer, Task, TaskKind, Trajectory};
 use netdojo_embed::Embedder;
-
-/// NetConfBench's command score: `command_precision`, `command_recall` and `command_f1` of
-/// the agent's effective edits against the ground truth's ([`score`]), as `evaluate`
-/// exported them. The testcase score is `netdojo_score::CheckRate` (`checks_passed`).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct CommandScore;
-
-impl Scorer for CommandScore {
-    fn name(&self) -> &str {
-        "command_score"
-    }
-    fn score(&self, _task: &Task, episode: &Trajectory) -> Vec<Metric> {
-        let score = episode.outcome.as_ref().map(|o| &o.export["command_score"]);
-        let value = |k: &str| score.and_then(|s| s[k].as_f64()).unwrap_or(0.0);
-        vec![
-            Metric::value("command_precision", value("precision")),
-            Metric::value("command_recall", value("recall")),
-            Metric::value("command_f1", value("f1")),
-        ]
-    }
-}
 
 /// NetConfBench's reasoning score: the cosine similarity of the sentence embeddings
 /// (all-MiniLM-L6-v2) of the agent's reasoning and the task's ground-truth reasoning. The seed

@@ -11,9 +11,9 @@
 //! | `scripted` | `scripted`  | `netdojo-scripted` |
 //! | `dcgraph`  | `dcgraph`   | `netdojo-dcgraph`  |
 //! | `linux`    | `linux`     | `netdojo-linux`    |
-//! | `netconf`  | `netconf`, `embed` | `netdojo-netconf`, `netdojo-embed` |
+//! | `netconf`  | `netconf`, `embed`, `config` | `netdojo-netconf`, `netdojo-embed`, `netdojo-config` |
 //! | `k8s`      | `k8s`       | `netdojo-k8s`      |
-//! | `gns3`     | `gns3`      | `netdojo-gns3`     |
+//! | `gns3`     | `gns3`, `config` | `netdojo-gns3`, `netdojo-config` |
 //! | `mcp`      | `mcp`       | `netdojo-mcp`      |
 //! | `openai`   | `openai`, `llm` | `netdojo-openai`, `netdojo-llm` |
 //! | `ollama`   | `ollama`, `llm` | `netdojo-ollama`, `netdojo-llm` |
@@ -23,6 +23,8 @@
 pub use netdojo_core as core;
 pub use netdojo_core::*;
 
+#[cfg(any(feature = "netconf", feature = "gns3"))]
+pub use netdojo_config as config;
 #[cfg(feature = "dcgraph")]
 pub use netdojo_dcgraph as dcgraph;
 #[cfg(feature = "netconf")]

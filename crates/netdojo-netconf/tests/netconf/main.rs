@@ -1,5 +1,5 @@
-//! netdojo-netconf's tests in one binary (link time dominates on 2 cores): the configuration
-//! score on recorded FRR configs, and the Agent-Network Interface on real FRR routers.
+//! netdojo-netconf's tests in one binary (link time dominates on 2 cores): the
+//! Agent-Network Interface on real FRR routers. The command score's tests live with it, in
+//! netdojo-config.
 
 mod ani;
-mod config_score;

@@ -8,9 +8,9 @@
 //! swapped), `frr84-changed` after `base.cmds` + `task.cmds` + `changes.cmds`.
 //! `linux-state.txt` is `nft list ruleset` and `tc qdisc show` after `nft.cmds`.
 
-use netdojo_netconf::config::{Config, Dialect};
-use netdojo_netconf::diff::diff;
-use netdojo_netconf::score::{DeviceEdits, score};
+use netdojo_config::config::{Config, Dialect};
+use netdojo_config::diff::diff;
+use netdojo_config::score::{DeviceEdits, score};
 
 const INITIAL: &str = include_str!("data/frr84-initial.conf");
 const TRUTH: &str = include_str!("data/frr84-truth.conf");
