@@ -10,7 +10,7 @@ use std::time::Duration;
 use reqwest::{Method, StatusCode};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::Mutex;
 
 /// The API generation a server speaks.
@@ -113,6 +113,7 @@ pub struct ServerVersion {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Project {
     pub project_id: String,
+    #[serde(default)]
     pub name: String,
     #[serde(default)]
     pub status: String,
@@ -195,6 +196,7 @@ pub struct LinkEnd {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Link {
     pub link_id: String,
+    #[serde(default)]
     pub nodes: Vec<LinkEnd>,
     #[serde(flatten)]
     pub extra: BTreeMap<String, Value>,
@@ -214,6 +216,142 @@ pub struct Gns3Client {
 
 /// How long one API request may take (starting all nodes of a project is the slowest).
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// One endpoint of the v3 controller API, as the server's OpenAPI document names it. Every
+/// request the client makes goes through one of [`endpoints::ALL`], so that a test can hold the
+/// whole client against the document (`crates/netdojo-gns3/tests/data/openapi-3.0.6.json`).
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    pub method: Method,
+    /// The path under the version prefix, with `{parameters}` named as in the document.
+    pub path: &'static str,
+    /// Whether the request carries a JSON body (built by [`body`]).
+    pub json_body: bool,
+    /// The schema of the answer the client decodes (`Node`; for a list, its items'), if any.
+    pub response: Option<&'static str>,
+}
+
+impl Endpoint {
+    /// The path with its parameters filled in order (`/projects/{project_id}` → `/projects/p1`).
+    pub fn fill(&self, args: &[&str]) -> String {
+        let mut args = args.iter();
+        self.path
+            .split('/')
+            .map(|segment| match segment.starts_with('{') {
+                true => args.next().copied().unwrap_or(segment),
+                false => segment,
+            })
+            .collect::<Vec<_>>()
+            .join("/")
+    }
+}
+
+/// The endpoints the client uses.
+pub mod endpoints {
+    use reqwest::Method;
+
+    use super::Endpoint;
+
+    const fn ep(
+        method: Method,
+        path: &'static str,
+        json_body: bool,
+        response: Option<&'static str>,
+    ) -> Endpoint {
+        Endpoint { method, path, json_body, response }
+    }
+
+    pub const VERSION: Endpoint = ep(Method::GET, "/version", false, Some("Version"));
+    pub const AUTHENTICATE: Endpoint = ep(Method::POST, "/access/users/authenticate", true, Some("Token"));
+    pub const PROJECTS: Endpoint = ep(Method::GET, "/projects", false, Some("Project"));
+    pub const CREATE_PROJECT: Endpoint = ep(Method::POST, "/projects", true, Some("Project"));
+    pub const DELETE_PROJECT: Endpoint = ep(Method::DELETE, "/projects/{project_id}", false, None);
+    pub const TEMPLATES: Endpoint = ep(Method::GET, "/templates", false, Some("Template"));
+    pub const CREATE_NODE_FROM_TEMPLATE: Endpoint =
+        ep(Method::POST, "/projects/{project_id}/templates/{template_id}", true, Some("Node"));
+    pub const CREATE_NODE: Endpoint = ep(Method::POST, "/projects/{project_id}/nodes", true, Some("Node"));
+    pub const UPDATE_NODE: Endpoint =
+        ep(Method::PUT, "/projects/{project_id}/nodes/{node_id}", true, Some("Node"));
+    pub const NODES: Endpoint = ep(Method::GET, "/projects/{project_id}/nodes", false, Some("Node"));
+    pub const NODE: Endpoint = ep(Method::GET, "/projects/{project_id}/nodes/{node_id}", false, Some("Node"));
+    pub const CREATE_LINK: Endpoint = ep(Method::POST, "/projects/{project_id}/links", true, Some("Link"));
+    pub const LINKS: Endpoint = ep(Method::GET, "/projects/{project_id}/links", false, Some("Link"));
+    /// The body is the file's raw content, not JSON.
+    pub const WRITE_NODE_FILE: Endpoint =
+        ep(Method::POST, "/projects/{project_id}/nodes/{node_id}/files/{file_path}", false, None);
+    pub const START_NODES: Endpoint = ep(Method::POST, "/projects/{project_id}/nodes/start", false, None);
+    pub const STOP_NODES: Endpoint = ep(Method::POST, "/projects/{project_id}/nodes/stop", false, None);
+    pub const START_NODE: Endpoint =
+        ep(Method::POST, "/projects/{project_id}/nodes/{node_id}/start", true, None);
+    pub const STOP_NODE: Endpoint =
+        ep(Method::POST, "/projects/{project_id}/nodes/{node_id}/stop", false, None);
+
+    pub const ALL: &[Endpoint] = &[
+        VERSION,
+        AUTHENTICATE,
+        PROJECTS,
+        CREATE_PROJECT,
+        DELETE_PROJECT,
+        TEMPLATES,
+        CREATE_NODE_FROM_TEMPLATE,
+        CREATE_NODE,
+        UPDATE_NODE,
+        NODES,
+        NODE,
+        CREATE_LINK,
+        LINKS,
+        WRITE_NODE_FILE,
+        START_NODES,
+        STOP_NODES,
+        START_NODE,
+        STOP_NODE,
+    ];
+}
+
+/// The JSON bodies the client sends, one builder per endpoint with a body, so that each can be
+/// checked against its schema in the OpenAPI document.
+pub mod body {
+    use serde_json::{Value, json};
+
+    use super::LinkEnd;
+
+    pub fn authenticate(username: &str, password: &str) -> Value {
+        json!({"username": username, "password": password})
+    }
+
+    pub fn create_project(name: &str) -> Value {
+        json!({"name": name})
+    }
+
+    pub fn create_node_from_template(x: i32, y: i32) -> Value {
+        json!({"x": x, "y": y, "compute_id": "local"})
+    }
+
+    pub fn create_node(name: &str, node_type: &str, properties: &Value) -> Value {
+        let mut body = json!({"name": name, "node_type": node_type, "compute_id": "local"});
+        if !properties.is_null() {
+            body["properties"] = properties.clone();
+        }
+        body
+    }
+
+    pub fn update_node(name: &str, properties: &Value) -> Value {
+        let mut body = json!({"name": name});
+        if properties.as_object().is_some_and(|m| !m.is_empty()) {
+            body["properties"] = properties.clone();
+        }
+        body
+    }
+
+    pub fn create_link(ends: &[LinkEnd; 2]) -> Value {
+        json!({"nodes": ends})
+    }
+
+    /// Starting one node takes optional start data; none is sent.
+    pub fn start_node() -> Value {
+        json!({})
+    }
+}
 
 impl Gns3Client {
     /// Connects to the controller at `url` (`http://127.0.0.1:3080`), finds which API it speaks
@@ -238,7 +376,7 @@ impl Gns3Client {
             .map_err(|e| Gns3Error::Unreachable { url: base.clone(), message: e.to_string() })?;
         let mut found = None;
         for api in [ApiVersion::V3, ApiVersion::V2] {
-            let path = format!("{}/version", api.prefix());
+            let path = format!("{}{}", api.prefix(), endpoints::VERSION.path);
             let resp = http
                 .get(format!("{base}{path}"))
                 .send()
@@ -293,8 +431,9 @@ impl Gns3Client {
 
     /// Logs in (v3) and keeps the token.
     pub async fn authenticate(&self) -> Result<(), Gns3Error> {
-        let path = "/v3/access/users/authenticate";
-        let body = json!({"username": self.credentials.username, "password": self.credentials.password});
+        let path = format!("/v3{}", endpoints::AUTHENTICATE.path);
+        let path = path.as_str();
+        let body = body::authenticate(&self.credentials.username, &self.credentials.password);
         let resp = self
             .http
             .post(format!("{}{path}", self.base))
@@ -324,15 +463,16 @@ impl Gns3Client {
         Ok(())
     }
 
-    /// One API call: `path` is relative to the version prefix (`/projects`). A v3 call answered
-    /// 401 logs in again once (the token expired) and is retried.
+    /// One API call to `endpoint` with its path parameters `args`. A v3 call answered 401 logs
+    /// in again once (the token expired) and is retried.
     pub async fn call<T: DeserializeOwned>(
         &self,
-        method: Method,
-        path: &str,
+        endpoint: &Endpoint,
+        args: &[&str],
         body: Option<&Value>,
     ) -> Result<T, Gns3Error> {
-        let full = format!("{}{path}", self.api.prefix());
+        let method = endpoint.method.clone();
+        let full = format!("{}{}", self.api.prefix(), endpoint.fill(args));
         let mut retried = false;
         loop {
             let mut req = self.http.request(method.clone(), format!("{}{full}", self.base));
@@ -371,20 +511,20 @@ impl Gns3Client {
     }
 
     pub async fn projects(&self) -> Result<Vec<Project>, Gns3Error> {
-        self.call(Method::GET, "/projects", None).await
+        self.call(&endpoints::PROJECTS, &[], None).await
     }
 
     pub async fn create_project(&self, name: &str) -> Result<Project, Gns3Error> {
-        self.call(Method::POST, "/projects", Some(&json!({"name": name}))).await
+        self.call(&endpoints::CREATE_PROJECT, &[], Some(&body::create_project(name))).await
     }
 
     /// Deletes a project with its nodes and files (its nodes are stopped first by the server).
     pub async fn delete_project(&self, project_id: &str) -> Result<(), Gns3Error> {
-        self.call::<Value>(Method::DELETE, &format!("/projects/{project_id}"), None).await.map(|_| ())
+        self.call::<Value>(&endpoints::DELETE_PROJECT, &[project_id], None).await.map(|_| ())
     }
 
     pub async fn templates(&self) -> Result<Vec<Template>, Gns3Error> {
-        self.call(Method::GET, "/templates", None).await
+        self.call(&endpoints::TEMPLATES, &[], None).await
     }
 
     /// Adds a node made from a template, at (x, y).
@@ -395,8 +535,8 @@ impl Gns3Client {
         x: i32,
         y: i32,
     ) -> Result<Node, Gns3Error> {
-        let body = json!({"x": x, "y": y, "compute_id": "local"});
-        self.call(Method::POST, &format!("/projects/{project_id}/templates/{template_id}"), Some(&body)).await
+        let body = body::create_node_from_template(x, y);
+        self.call(&endpoints::CREATE_NODE_FROM_TEMPLATE, &[project_id, template_id], Some(&body)).await
     }
 
     /// Adds a node of a built-in type (`vpcs`, `ethernet_switch`...) with its properties.
@@ -407,38 +547,36 @@ impl Gns3Client {
         node_type: &str,
         properties: &Value,
     ) -> Result<Node, Gns3Error> {
-        let mut body = json!({"name": name, "node_type": node_type, "compute_id": "local"});
-        if !properties.is_null() {
-            body["properties"] = properties.clone();
-        }
-        self.call(Method::POST, &format!("/projects/{project_id}/nodes"), Some(&body)).await
+        let body = body::create_node(name, node_type, properties);
+        self.call(&endpoints::CREATE_NODE, &[project_id], Some(&body)).await
     }
 
-    /// Changes a node's fields (`name`, `properties`...).
+    /// Renames a node and sets its properties (none when `properties` is null or empty).
     pub async fn update_node(
         &self,
         project_id: &str,
         node_id: &str,
-        changes: &Value,
+        name: &str,
+        properties: &Value,
     ) -> Result<Node, Gns3Error> {
-        self.call(Method::PUT, &format!("/projects/{project_id}/nodes/{node_id}"), Some(changes)).await
+        let body = body::update_node(name, properties);
+        self.call(&endpoints::UPDATE_NODE, &[project_id, node_id], Some(&body)).await
     }
 
     pub async fn nodes(&self, project_id: &str) -> Result<Vec<Node>, Gns3Error> {
-        self.call(Method::GET, &format!("/projects/{project_id}/nodes"), None).await
+        self.call(&endpoints::NODES, &[project_id], None).await
     }
 
     pub async fn node(&self, project_id: &str, node_id: &str) -> Result<Node, Gns3Error> {
-        self.call(Method::GET, &format!("/projects/{project_id}/nodes/{node_id}"), None).await
+        self.call(&endpoints::NODE, &[project_id, node_id], None).await
     }
 
     pub async fn create_link(&self, project_id: &str, ends: [LinkEnd; 2]) -> Result<Link, Gns3Error> {
-        let body = json!({"nodes": ends});
-        self.call(Method::POST, &format!("/projects/{project_id}/links"), Some(&body)).await
+        self.call(&endpoints::CREATE_LINK, &[project_id], Some(&body::create_link(&ends))).await
     }
 
     pub async fn links(&self, project_id: &str) -> Result<Vec<Link>, Gns3Error> {
-        self.call(Method::GET, &format!("/projects/{project_id}/links"), None).await
+        self.call(&endpoints::LINKS, &[project_id], None).await
     }
 
     /// Writes a file in a node's directory (VPCS reads `startup.vpc` when it starts).
@@ -449,7 +587,8 @@ impl Gns3Client {
         path: &str,
         content: &str,
     ) -> Result<(), Gns3Error> {
-        let full = format!("{}/projects/{project_id}/nodes/{node_id}/files/{path}", self.api.prefix());
+        let full =
+            format!("{}{}", self.api.prefix(), endpoints::WRITE_NODE_FILE.fill(&[project_id, node_id, path]));
         let send = |token: Option<String>| {
             let mut req = self.http.post(format!("{}{full}", self.base)).body(content.to_string());
             if let Some(token) = token {
@@ -476,25 +615,21 @@ impl Gns3Client {
 
     /// Starts every node of the project.
     pub async fn start_nodes(&self, project_id: &str) -> Result<(), Gns3Error> {
-        self.call::<Value>(Method::POST, &format!("/projects/{project_id}/nodes/start"), Some(&json!({})))
-            .await
-            .map(|_| ())
+        self.call::<Value>(&endpoints::START_NODES, &[project_id], None).await.map(|_| ())
     }
 
     pub async fn stop_nodes(&self, project_id: &str) -> Result<(), Gns3Error> {
-        self.call::<Value>(Method::POST, &format!("/projects/{project_id}/nodes/stop"), Some(&json!({})))
+        self.call::<Value>(&endpoints::STOP_NODES, &[project_id], None).await.map(|_| ())
+    }
+
+    pub async fn start_node(&self, project_id: &str, node_id: &str) -> Result<(), Gns3Error> {
+        self.call::<Value>(&endpoints::START_NODE, &[project_id, node_id], Some(&body::start_node()))
             .await
             .map(|_| ())
     }
 
-    pub async fn start_node(&self, project_id: &str, node_id: &str) -> Result<(), Gns3Error> {
-        let path = format!("/projects/{project_id}/nodes/{node_id}/start");
-        self.call::<Value>(Method::POST, &path, Some(&json!({}))).await.map(|_| ())
-    }
-
     pub async fn stop_node(&self, project_id: &str, node_id: &str) -> Result<(), Gns3Error> {
-        let path = format!("/projects/{project_id}/nodes/{node_id}/stop");
-        self.call::<Value>(Method::POST, &path, Some(&json!({}))).await.map(|_| ())
+        self.call::<Value>(&endpoints::STOP_NODE, &[project_id, node_id], None).await.map(|_| ())
     }
 }
 

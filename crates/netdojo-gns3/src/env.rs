@@ -347,12 +347,8 @@ impl Gns3Env {
                     if let Some(map) = properties.as_object_mut() {
                         map.remove("startup_script");
                     }
-                    let mut changes = json!({"name": node});
-                    if properties.as_object().is_some_and(|m| !m.is_empty()) {
-                        changes["properties"] = properties;
-                    }
                     let n = client
-                        .update_node(&pid, &n.node_id, &changes)
+                        .update_node(&pid, &n.node_id, node, &properties)
                         .await
                         .map_err(|e| setup_err(format!("node `{node}`: {e}")))?;
                     if let Some(script) = script {

@@ -287,6 +287,247 @@ mod api {
 
 /// The console driver and the dialects against recorded sessions, replayed by a TCP server
 /// that answers each line it receives with the next part of the transcript.
+/// The client held against the server's OpenAPI document (GNS3 3.0.6's `/openapi.json`, kept
+/// in tests/data): every endpoint the client calls exists with its method, every body it
+/// sends follows the request schema, every recorded answer follows the response schema, and
+/// every field the client's types require is one the document promises.
+mod openapi {
+    use netdojo_gns3::api::{LinkEnd, body, endpoints};
+    use serde_json::{Value, json};
+
+    use super::common::data;
+
+    fn document() -> Value {
+        serde_json::from_str(&data("openapi-3.0.6.json")).expect("openapi-3.0.6.json is JSON")
+    }
+
+    fn resolve<'a>(doc: &'a Value, schema: &'a Value) -> &'a Value {
+        match schema.get("$ref").and_then(Value::as_str) {
+            Some(r) => {
+                let name = r.trim_start_matches("#/components/schemas/");
+                &doc["components"]["schemas"][name]
+            }
+            None => schema,
+        }
+    }
+
+    /// The places where `value` breaks `schema` (properties, required, types, enums, through
+    /// `$ref`, `anyOf`, `allOf` and array items): a small validator for what GNS3's document
+    /// uses. Unknown properties are errors even where the server would ignore them: a field
+    /// the server ignores is a field the client believes it set.
+    fn violations(doc: &Value, schema: &Value, value: &Value, at: &str) -> Vec<String> {
+        let schema = resolve(doc, schema);
+        if let Some(branches) = schema.get("anyOf").or_else(|| schema.get("oneOf")).and_then(Value::as_array)
+        {
+            let all: Vec<Vec<String>> = branches.iter().map(|b| violations(doc, b, value, at)).collect();
+            return match all.iter().any(Vec::is_empty) {
+                true => vec![],
+                false => vec![format!("{at}: {value} matches no branch: {all:?}")],
+            };
+        }
+        if let Some(parts) = schema.get("allOf").and_then(Value::as_array) {
+            return parts.iter().flat_map(|p| violations(doc, p, value, at)).collect();
+        }
+        let mut out = Vec::new();
+        if let Some(options) = schema.get("enum").and_then(Value::as_array)
+            && !options.contains(value)
+        {
+            out.push(format!("{at}: {value} is not one of {options:?}"));
+        }
+        let ty = schema.get("type").and_then(Value::as_str);
+        let type_ok = match ty {
+            None => true,
+            Some("object") => value.is_object(),
+            Some("array") => value.is_array(),
+            Some("string") => value.is_string(),
+            Some("integer") => value.is_i64() || value.is_u64(),
+            Some("number") => value.is_number(),
+            Some("boolean") => value.is_boolean(),
+            Some("null") => value.is_null(),
+            Some(other) => panic!("{at}: schema type {other} not handled"),
+        };
+        if !type_ok {
+            out.push(format!("{at}: {value} is not of type {}", ty.unwrap_or("?")));
+            return out;
+        }
+        if let (Some(props), Some(obj)) =
+            (schema.get("properties").and_then(Value::as_object), value.as_object())
+        {
+            for (k, v) in obj {
+                match props.get(k) {
+                    Some(p) => out.extend(violations(doc, p, v, &format!("{at}.{k}"))),
+                    None if schema.get("additionalProperties") == Some(&Value::Bool(true)) => {}
+                    None => out.push(format!("{at}.{k}: not a property of the schema")),
+                }
+            }
+            for r in schema.get("required").and_then(Value::as_array).into_iter().flatten() {
+                if let Some(r) = r.as_str()
+                    && !obj.contains_key(r)
+                {
+                    out.push(format!("{at}.{r}: required, missing"));
+                }
+            }
+        }
+        if let (Some(items), Some(list)) = (schema.get("items"), value.as_array()) {
+            for (i, v) in list.iter().enumerate() {
+                out.extend(violations(doc, items, v, &format!("{at}[{i}]")));
+            }
+        }
+        out
+    }
+
+    fn operation<'a>(doc: &'a Value, method: &str, path: &str) -> &'a Value {
+        let op = &doc["paths"][format!("/v3{path}")][method.to_lowercase()];
+        assert!(op.is_object(), "{method} /v3{path} is not in the document");
+        op
+    }
+
+    fn request_schema(op: &Value) -> Option<&Value> {
+        op.get("requestBody").map(|b| &b["content"]["application/json"]["schema"])
+    }
+
+    /// The schema of the first 2xx answer, unwrapped from an array (`items`).
+    fn answer_schema<'a>(doc: &'a Value, op: &'a Value) -> Option<&'a Value> {
+        let responses = op["responses"].as_object()?;
+        let (_, ok) = responses.iter().find(|(code, _)| code.starts_with('2'))?;
+        let schema = ok.get("content")?.get("application/json")?.get("schema")?;
+        Some(resolve(doc, schema.get("items").unwrap_or(schema)))
+    }
+
+    #[test]
+    fn the_validator_catches_a_misspelt_field_a_wrong_type_and_a_missing_one() {
+        let doc = document();
+        let schema = json!({"$ref": "#/components/schemas/NodeCreate"});
+        let ok = body::create_node("PC1", "vpcs", &Value::Null);
+        assert!(violations(&doc, &schema, &ok, "body").is_empty());
+        let bad = json!({"name": "PC1", "node_typ": "vpcs", "compute_id": 3});
+        let found = violations(&doc, &schema, &bad, "body").join("\n");
+        assert!(found.contains("body.node_typ: not a property"), "{found}");
+        assert!(found.contains("body.compute_id: 3 matches no branch"), "{found}");
+        assert!(found.contains("body.node_type: required, missing"), "{found}");
+        let bad = body::create_node("PC1", "vpcsx", &Value::Null);
+        assert!(!violations(&doc, &schema, &bad, "body").is_empty(), "an unknown node type");
+    }
+
+    #[test]
+    fn every_endpoint_the_client_calls_is_in_the_document_with_its_body_and_answer() {
+        let doc = document();
+        for ep in endpoints::ALL {
+            let op = operation(&doc, ep.method.as_str(), ep.path);
+            let what = format!("{} {}", ep.method, ep.path);
+            assert_eq!(request_schema(op).is_some(), ep.json_body, "{what}: JSON body or not");
+            match ep.response {
+                Some(name) => {
+                    let schema =
+                        answer_schema(&doc, op).unwrap_or_else(|| panic!("{what}: no answer schema"));
+                    assert_eq!(schema, &doc["components"]["schemas"][name], "{what}: answers {name}");
+                }
+                None => assert!(
+                    answer_schema(&doc, op).is_none_or(|s| s.as_object().is_some_and(|o| o.is_empty())),
+                    "{what}: an answer the client ignores"
+                ),
+            }
+        }
+    }
+
+    #[test]
+    fn the_bodies_the_client_sends_follow_their_request_schemas() {
+        let doc = document();
+        let ends = [
+            LinkEnd {
+                node_id: "c73f72ce-a40f-44cf-976d-ce2fd12a7d38".into(),
+                adapter_number: 0,
+                port_number: 0,
+            },
+            LinkEnd {
+                node_id: "bf3e5123-e866-4cfd-ab4a-e46858147d5a".into(),
+                adapter_number: 0,
+                port_number: 1,
+            },
+        ];
+        let switch_ports =
+            json!({"ports_mapping": [{"name": "Ethernet0", "port_number": 0, "type": "access", "vlan": 1}]});
+        let bodies = [
+            (&endpoints::AUTHENTICATE, body::authenticate("admin", "admin")),
+            (&endpoints::CREATE_PROJECT, body::create_project("netdojo-x")),
+            (&endpoints::CREATE_NODE_FROM_TEMPLATE, body::create_node_from_template(100, -50)),
+            (&endpoints::CREATE_NODE, body::create_node("PC1", "vpcs", &Value::Null)),
+            (&endpoints::CREATE_NODE, body::create_node("SW1", "ethernet_switch", &switch_ports)),
+            (&endpoints::UPDATE_NODE, body::update_node("PC1", &json!({}))),
+            (
+                &endpoints::UPDATE_NODE,
+                body::update_node("R1", &json!({"startup_config_content": "hostname R1"})),
+            ),
+            (&endpoints::CREATE_LINK, body::create_link(&ends)),
+            (&endpoints::START_NODE, body::start_node()),
+        ];
+        for ep in endpoints::ALL.iter().filter(|e| e.json_body) {
+            assert!(
+                bodies.iter().any(|(b, _)| b.path == ep.path && b.method == ep.method),
+                "{} {}: no body checked",
+                ep.method,
+                ep.path
+            );
+        }
+        for (ep, value) in &bodies {
+            let schema =
+                request_schema(operation(&doc, ep.method.as_str(), ep.path)).expect("request schema");
+            let found = violations(&doc, schema, value, "body");
+            assert!(found.is_empty(), "{} {}: {value}: {found:#?}", ep.method, ep.path);
+        }
+    }
+
+    #[test]
+    fn recorded_answers_follow_their_schemas_and_the_client_requires_only_what_they_promise() {
+        let doc = document();
+        let schemas = &doc["components"]["schemas"];
+        for (file, schema) in [
+            ("project.json", "Project"),
+            ("templates.json", "Template"),
+            ("node.json", "Node"),
+            ("nodes.json", "Node"),
+            ("switch.json", "Node"),
+            ("link.json", "Link"),
+        ] {
+            let value: Value = serde_json::from_str(&data(file)).expect("recorded answer is JSON");
+            let items = match value {
+                Value::Array(list) => list,
+                one => vec![one],
+            };
+            for (i, item) in items.iter().enumerate() {
+                let found = violations(&doc, &schemas[schema], item, &format!("{file}[{i}]"));
+                assert!(found.is_empty(), "{found:#?}");
+            }
+        }
+        // The fields netdojo's types cannot do without, against the document's `required`.
+        // Node.node_id is the one the document leaves optional (the model is shared with node
+        // creation); the server always assigns it, and a node without one is unusable.
+        for (schema, fields) in [
+            ("Version", &["version"][..]),
+            ("Token", &["access_token"]),
+            ("Project", &["project_id"]),
+            ("Template", &["template_id", "name", "template_type"]),
+            ("Node", &["name", "node_type"]),
+            ("NodePort", &["name", "adapter_number", "port_number"]),
+            ("Link", &["link_id"]),
+            ("LinkNode", &["node_id", "adapter_number", "port_number"]),
+        ] {
+            let required = schemas[schema]["required"].as_array().expect("required");
+            for f in fields {
+                assert!(
+                    required.contains(&json!(f)),
+                    "{schema}.{f}: the client requires it, the document does not"
+                );
+            }
+        }
+        // And the client decodes an answer that has only what the document requires.
+        let minimal = json!({"project_id": "p"});
+        serde_json::from_value::<netdojo_gns3::api::Project>(minimal).expect("a Project with only its id");
+        let minimal = json!({"link_id": "l"});
+        serde_json::from_value::<netdojo_gns3::api::Link>(minimal).expect("a Link with only its id");
+    }
+}
+
 mod console {
     use std::sync::{Arc, Mutex};
     use std::time::Duration;
@@ -523,6 +764,38 @@ mod server {
     async fn project_names(url: &str) -> Vec<String> {
         let client = Gns3Client::connect(url, Credentials::default()).await.expect("connect");
         client.projects().await.expect("projects").into_iter().map(|p| p.name).collect()
+    }
+
+    /// The document the client is held against (tests/data/openapi-3.0.6.json) is the one the
+    /// pinned server serves: when the server moves on, this says to refresh it.
+    #[tokio::test]
+    async fn the_server_serves_the_openapi_document_the_client_is_checked_against() {
+        let Some(url) = server_url("the_server_serves_the_openapi_document_the_client_is_checked_against")
+        else {
+            return;
+        };
+        // Connecting also installs the TLS crypto provider reqwest needs to build a client.
+        let client = Gns3Client::connect(&url, Credentials::default()).await.expect("connect");
+        let served: serde_json::Value = reqwest::Client::builder()
+            .no_proxy()
+            .build()
+            .expect("http client")
+            .get(format!("{}/openapi.json", client.url()))
+            .send()
+            .await
+            .expect("GET /openapi.json")
+            .json()
+            .await
+            .expect("JSON");
+        let path = "crates/netdojo-gns3/tests/data/openapi-3.0.6.json";
+        let stored: serde_json::Value =
+            serde_json::from_str(&super::common::data("openapi-3.0.6.json")).expect("JSON");
+        assert_eq!(served["info"]["version"], stored["info"]["version"], "server version");
+        assert!(
+            served == stored,
+            "GNS3 {} serves a different /openapi.json than {path}: refresh it (curl {url}/openapi.json)",
+            client.server().version,
+        );
     }
 
     fn two_hosts(startup_pc2: &str) -> Task {
