@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
+use netdojo::mcp::auth::Tokens;
 use netdojo::mcp::serve::{ServeOptions, default_budget, default_out, load_task, serve, summary};
 use netdojo::mcp::{Role, Settings};
 use tokio_util::sync::CancellationToken;
@@ -45,6 +46,10 @@ pub struct ServeArgs {
     /// Tool calls the client may make.
     #[arg(long, default_value_t = 200)]
     max_steps: usize,
+    /// HTTP: a token file (YAML/JSON, token: role, mode 600); each client's bearer token
+    /// gives its role, a request without a known token gets 401. --role is then stdio's only.
+    #[arg(long, requires = "http")]
+    tokens: Option<PathBuf>,
     /// The run directory (default runs/mcp-TASK-TIME).
     #[arg(long)]
     out: Option<PathBuf>,
@@ -62,6 +67,7 @@ pub fn run(command: McpCommand) -> Result<()> {
         http: args.http,
         device: args.device,
         role: args.role,
+        tokens: args.tokens.as_deref().map(Tokens::load).transpose()?,
         settings: Settings {
             rollback_timeout: Duration::from_secs_f64(args.rollback_timeout),
             ..Settings::default()

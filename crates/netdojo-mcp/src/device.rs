@@ -18,7 +18,7 @@ use netdojo_linux::network::Network;
 use netdojo_netconf::env::{CommandResult, apply_commands};
 use serde::Serialize;
 use serde_json::{Value, json};
-use tokio::sync::Mutex;
+use tokio::sync::{Mutex, broadcast};
 use tokio::task::JoinHandle;
 
 use crate::error::NetError;
@@ -67,6 +67,36 @@ pub fn daemon_of(path: &str) -> Option<&'static str> {
     })
 }
 
+/// What a device event changed, so that a server knows which resources to announce.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Changed {
+    /// The running configuration (and so, possibly, interfaces and routes); the candidate too
+    /// when a commit consumed it.
+    Running,
+    /// The candidate only.
+    Candidate,
+}
+
+/// An event of a device, as the MCP server translates it into notifications (§3
+/// `notificationStream`): the configuration changes and confirmed-commit events that NETCONF
+/// reports in its `NETCONF` stream (RFC 6470 `netconf-config-change`,
+/// `netconf-confirmed-commit`), produced here by the device layer that owns commits.
+#[derive(Debug, Clone, Serialize)]
+pub struct Event {
+    pub device: String,
+    /// `netconf-config-change` or `netconf-confirmed-commit`.
+    pub event: &'static str,
+    /// An MCP logging level: `info`, `notice`, `warning`, `error`.
+    pub level: &'static str,
+    pub changed: Option<Changed>,
+    /// What happened, redacted.
+    pub data: Value,
+}
+
+/// How many events a slow listener may fall behind before it misses some.
+const EVENT_BACKLOG: usize = 256;
+
 /// One commit of the device's history.
 #[derive(Debug, Clone, Serialize)]
 pub struct Commit {
@@ -107,6 +137,7 @@ pub struct Device {
     startup: String,
     yang_modules: Vec<String>,
     state: Mutex<State>,
+    events: broadcast::Sender<Event>,
 }
 
 fn now() -> u64 {
@@ -170,7 +201,12 @@ fn framing(c: &str) -> bool {
 
 impl Device {
     /// Reads what the device is (its YANG modules, the configuration it booted with).
-    pub async fn discover(name: &str, net: Weak<Network>, settings: Settings) -> Result<Self, NetError> {
+    pub async fn discover(
+        name: &str,
+        net: Weak<Network>,
+        settings: Settings,
+        events: broadcast::Sender<Event>,
+    ) -> Result<Self, NetError> {
         let mut device = Self {
             name: name.into(),
             net,
@@ -178,6 +214,7 @@ impl Device {
             startup: String::new(),
             yang_modules: vec![],
             state: Mutex::new(State { next_id: 1, ..State::default() }),
+            events,
         };
         device.startup = device.running().await?;
         let daemons = device.vtysh(&["-c", "show daemons"], settings.exec_timeout).await?.stdout;
@@ -199,6 +236,21 @@ impl Device {
 
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// Tells the listeners (MCP sessions) of an event; nobody listening is fine.
+    fn emit(&self, event: &'static str, level: &'static str, changed: Option<Changed>, data: Value) {
+        let mut data = crate::redact::redact_json(&data);
+        data["device"] = json!(self.name);
+        let _ = self.events.send(Event { device: self.name.clone(), event, level, changed, data });
+    }
+
+    /// A configuration change (RFC 6470 `netconf-config-change`).
+    fn config_changed(&self, changed: Changed, operation: &str, data: Value) {
+        let mut data = data;
+        data["operation"] = json!(operation);
+        data["datastore"] = json!(if changed == Changed::Running { "running" } else { "candidate" });
+        self.emit("netconf-config-change", "notice", Some(changed), data);
     }
 
     pub fn settings(&self) -> Settings {
@@ -286,7 +338,11 @@ impl Device {
         }
         let mut state = self.state.lock().await;
         if running {
-            return self.with_frr(async |frr| apply_commands(frr, commands, false).await).await;
+            let results = self.with_frr(async |frr| apply_commands(frr, commands, false).await).await?;
+            if results.iter().any(|r| r.status == "success" && !framing(&r.command)) {
+                self.config_changed(Changed::Running, "configure", json!({"commands": commands}));
+            }
+            return Ok(results);
         }
         // Checked in the context of what is already staged (`network 10.0.0.0/24 area 0` is a
         // command only under `router ospf`).
@@ -294,10 +350,15 @@ impl Device {
         all.extend(commands.iter().cloned());
         let results = self.with_frr(async |frr| apply_commands(frr, &all, true).await).await?;
         let new = results[state.candidate.len()..].to_vec();
+        let staged = state.candidate.len();
         for r in &new {
             if r.status == "success" && !framing(&r.command) {
                 state.candidate.push(r.command.clone());
             }
+        }
+        if state.candidate.len() > staged {
+            let added = state.candidate[staged..].to_vec();
+            self.config_changed(Changed::Candidate, "configure", json!({"commands": added}));
         }
         Ok(new)
     }
@@ -325,6 +386,14 @@ impl Device {
         if let Some(pending) = state.pending.take() {
             pending.timer.abort();
             confirmed_now = Some(pending.commit);
+        }
+        if let Some(id) = confirmed_now {
+            self.emit(
+                "netconf-confirmed-commit",
+                "info",
+                None,
+                json!({"confirm-event": "complete", "commit": id}),
+            );
         }
         if state.candidate.is_empty() {
             return Ok(json!({"device": self.name, "committed": false, "confirmed": confirmed_now,
@@ -363,6 +432,11 @@ impl Device {
             after,
         });
         state.candidate.clear();
+        self.config_changed(
+            Changed::Running,
+            "commit",
+            json!({"commit": id, "confirmed": confirmed, "comment": comment}),
+        );
         let mut answer = json!({"device": self.name, "committed": true, "commit": id, "results": results,
             "confirmed": confirmed_now});
         if confirmed {
@@ -373,6 +447,12 @@ impl Device {
                 device.expire(id, wait).await;
             });
             state.pending = Some(Pending { commit: id, timer });
+            self.emit(
+                "netconf-confirmed-commit",
+                "info",
+                None,
+                json!({"confirm-event": "start", "commit": id, "timeout_s": wait.as_secs_f64()}),
+            );
             answer["rollback_in_s"] = json!(wait.as_secs_f64());
             answer["message"] = json!(format!(
                 "committed; call network.commit again within {:.0} s to confirm, or it rolls back",
@@ -390,7 +470,8 @@ impl Device {
         }
         state.pending = None;
         let Some(commit) = state.history.iter().find(|c| c.id == id).cloned() else { return };
-        let message = match self.restore(&commit.before).await {
+        let restored = self.restore(&commit.before).await;
+        let message = match &restored {
             Ok(()) => {
                 self.record(
                     &mut state,
@@ -410,6 +491,13 @@ impl Device {
             ),
         };
         tracing::warn!(device = %self.name, "{message}");
+        // The rollback attempt may have changed the running configuration either way.
+        self.emit(
+            "netconf-confirmed-commit",
+            if restored.is_ok() { "warning" } else { "error" },
+            Some(Changed::Running),
+            json!({"confirm-event": "timeout", "commit": id, "rolled_back": restored.is_ok(), "message": message}),
+        );
         state.expired = Some(message);
     }
 
@@ -466,7 +554,13 @@ impl Device {
             pending.timer.abort();
         }
         let current = self.running().await?;
-        self.restore(&target.before).await?;
+        let restored = self.restore(&target.before).await;
+        self.config_changed(
+            Changed::Running,
+            "rollback",
+            json!({"rolled_back_to_before": target.id, "ok": restored.is_ok()}),
+        );
+        restored?;
         self.record(
             &mut state,
             "rollback",
@@ -529,13 +623,16 @@ impl Device {
         let mut state = self.state.lock().await;
         if file == "candidate-config" {
             state.candidate = lines.into_iter().filter(|l| !framing(l)).collect();
+            self.config_changed(Changed::Candidate, "push", json!({"lines": state.candidate.len()}));
             return Ok(json!({"device": self.name, "file": file, "lines": state.candidate.len()}));
         }
         if let Some(pending) = state.pending.take() {
             pending.timer.abort();
         }
         let before = self.running().await?;
-        self.restore(content).await?;
+        let restored = self.restore(content).await;
+        self.config_changed(Changed::Running, "push", json!({"ok": restored.is_ok()}));
+        restored?;
         let after = self.running().await?;
         self.record(&mut state, "push", "network.file.push running-config", &before, &after);
         Ok(json!({"device": self.name, "file": file, "commit": state.next_id - 1}))
@@ -597,15 +694,18 @@ impl Device {
 pub struct Devices {
     pub devices: BTreeMap<String, Arc<Device>>,
     pub links: Vec<String>,
+    /// The events of every device.
+    events: broadcast::Sender<Event>,
 }
 
 impl Devices {
     /// The FRR routers of `net`.
     pub async fn discover(net: &Arc<Network>, settings: Settings) -> Result<Self, NetError> {
         let mut devices = BTreeMap::new();
+        let (events, _) = broadcast::channel(EVENT_BACKLOG);
         for (name, _) in net.topology().nodes() {
             if net.frr(name).is_some() {
-                let device = Device::discover(name, Arc::downgrade(net), settings).await?;
+                let device = Device::discover(name, Arc::downgrade(net), settings, events.clone()).await?;
                 devices.insert(name.to_string(), Arc::new(device));
             }
         }
@@ -622,7 +722,12 @@ impl Devices {
                 )
             })
             .collect();
-        Ok(Self { devices, links })
+        Ok(Self { devices, links, events })
+    }
+
+    /// The events of every device from now on.
+    pub fn events(&self) -> broadcast::Receiver<Event> {
+        self.events.subscribe()
     }
 
     pub fn get(&self, name: &str) -> Result<&Arc<Device>, NetError> {

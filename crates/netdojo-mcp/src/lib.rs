@@ -9,8 +9,10 @@
 //!   MCP client's calls, so they are recorded, checked and scored like any agent's.
 //! - [`transport`]: stdio and streamable HTTP (127.0.0.1), with the `network` capability.
 //! - [`client`]: an MCP client as a netdojo `Environment`.
+//! - [`auth`]: bearer tokens of HTTP clients and the role each gives (§8).
 //! - [`error`]: the error codes of §7; [`redact`]: secrets out of logs (§8).
 
+pub mod auth;
 pub mod client;
 pub mod device;
 pub mod episode;

@@ -10,6 +10,7 @@ use netdojo_core::{Scorer, StaticSuite, Task, TaskSource};
 use rmcp::ServiceExt;
 use tokio_util::sync::CancellationToken;
 
+use crate::auth::Tokens;
 use crate::device::Settings;
 use crate::episode::{Episode, Finished, run_config};
 use crate::server::{NetworkServer, Role};
@@ -36,7 +37,10 @@ pub struct ServeOptions {
     pub http: Option<u16>,
     /// stdio only: serve this one device (`None`: the whole network, tools take `device`).
     pub device: Option<String>,
+    /// The role of a stdio client, and of every HTTP client without `tokens`.
     pub role: Role,
+    /// HTTP: each client's role by its bearer token; unknown or missing tokens are refused.
+    pub tokens: Option<Tokens>,
     pub settings: Settings,
     pub budget: Budget,
     /// The run directory to create.
@@ -92,17 +96,26 @@ pub async fn serve(
     let cancel = CancellationToken::new();
     match options.http {
         Some(port) => {
-            let app = transport::router(link.clone(), &names, options.role, options.settings, &cancel);
+            let access = match options.tokens {
+                Some(tokens) => transport::Access::Tokens(std::sync::Arc::new(tokens)),
+                None => transport::Access::Everyone(options.role),
+            };
+            let app = transport::router_with(link.clone(), &names, access, options.settings, &cancel);
             let (addr, server) = transport::serve_http(app, port, cancel.clone())
                 .await
                 .map_err(|source| ServeError::Io { what: format!("binding 127.0.0.1:{port}"), source })?;
             let per_device: Vec<String> = names.iter().map(|d| format!("/mcp/{d}")).collect();
             eprintln!("netdojo-mcp: listening on http://{addr}/mcp (one device: {})", per_device.join(" "));
-            tokio::select! {
-                _ = link.finished() => {}
-                () = stop.cancelled() => episode.stop(),
-            }
+            let ended_by_client = tokio::select! {
+                _ = link.finished() => true,
+                () = stop.cancelled() => { episode.stop(); false }
+            };
             let finished = episode.join().await;
+            if ended_by_client {
+                // The answer to the call that ended the episode (`done`) is on its way out on
+                // its session's stream, which cancelling the sessions would cut.
+                tokio::time::sleep(HTTP_GRACE).await;
+            }
             cancel.cancel();
             let _ = server.await;
             finished.ok_or_else(|| ServeError::Setup("the episode vanished".into()))
@@ -136,6 +149,9 @@ pub async fn serve(
         }
     }
 }
+
+/// How long HTTP sessions stay after the episode ended, for the last answer to get out.
+const HTTP_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// How long a stdio client has to read the last answer and close after its episode ended.
 const STDIO_GRACE: std::time::Duration = std::time::Duration::from_secs(10);

@@ -18,10 +18,18 @@ use rmcp::model::{
     ReadResourceResult, Resource, ResourceContents, Role as MsgRole, ServerCapabilities, Tool,
     ToolAnnotations,
 };
-use rmcp::service::{RequestContext, RoleServer};
+// rmcp marks MCP logging deprecated for the unreleased 2026-07-28 protocol (SEP-2577); every
+// protocol version served here has it.
+#[allow(deprecated)]
+use rmcp::model::{
+    Extensions, LoggingLevel, LoggingMessageNotificationParam, ResourceUpdatedNotificationParam,
+    SetLevelRequestParams, SubscribeRequestParams, UnsubscribeRequestParams,
+};
+use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer};
 use serde_json::{Value, json};
+use tokio::sync::broadcast::error::RecvError;
 
-use crate::device::{Device, Devices, Settings};
+use crate::device::{Changed, Device, Devices, Event, Settings};
 use crate::episode::{EpisodeLink, Live};
 use crate::error::NetError;
 use crate::redact::{redact, redact_json};
@@ -62,9 +70,76 @@ const VERSIONS: [ProtocolVersion; 4] = [
 pub struct NetworkServer {
     link: Arc<EpisodeLink>,
     scope_device: Option<String>,
+    /// The role of a session with no authenticated client (stdio; HTTP without a token file).
     role: Role,
     settings: Settings,
     page_size: usize,
+    session: Arc<Session>,
+}
+
+/// What one MCP session asked for: its resource subscriptions and logging level. A stdio
+/// server is one session; on HTTP each session gets its own ([`NetworkServer::for_session`]).
+#[derive(Debug)]
+struct Session {
+    subscriptions: std::sync::Mutex<std::collections::BTreeSet<String>>,
+    /// The least severe level sent as `notifications/message` (`logging/setLevel`).
+    level: std::sync::atomic::AtomicU8,
+    forwarding: std::sync::atomic::AtomicBool,
+}
+
+impl Default for Session {
+    fn default() -> Self {
+        Self {
+            subscriptions: Default::default(),
+            level: std::sync::atomic::AtomicU8::new(severity_of("info")),
+            forwarding: Default::default(),
+        }
+    }
+}
+
+/// MCP's logging levels (RFC 5424's severities), least severe first.
+const LEVELS: [&str; 8] = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
+
+fn severity_of(level: &str) -> u8 {
+    LEVELS.iter().position(|l| *l == level).map_or(1, |i| i as u8)
+}
+
+/// The rmcp value of an MCP logging level (rmcp marks the logging API deprecated for the
+/// unreleased SEP-2577; the protocol versions served here all have it).
+#[allow(deprecated)]
+fn logging_level(severity: u8) -> LoggingLevel {
+    match severity {
+        0 => LoggingLevel::Debug,
+        1 => LoggingLevel::Info,
+        2 => LoggingLevel::Notice,
+        3 => LoggingLevel::Warning,
+        4 => LoggingLevel::Error,
+        5 => LoggingLevel::Critical,
+        6 => LoggingLevel::Alert,
+        _ => LoggingLevel::Emergency,
+    }
+}
+
+/// The role the HTTP layer authenticated for this request ([`crate::transport`] puts it into
+/// the request's extensions), if any.
+fn authenticated(extensions: &Extensions) -> Option<Role> {
+    extensions.get::<axum::http::request::Parts>().and_then(|p| p.extensions.get::<Role>()).copied()
+}
+
+/// The resource paths a change of the device may have changed.
+fn changed_paths(event: &Event) -> Vec<&'static str> {
+    match event.changed {
+        Some(Changed::Running) => {
+            let mut paths =
+                vec!["file/running-config", "interfaces", "interface/", "routing/ipv4/route-table"];
+            if event.data["operation"] == "commit" {
+                paths.push("file/candidate-config");
+            }
+            paths
+        }
+        Some(Changed::Candidate) => vec!["file/candidate-config"],
+        None => vec![],
+    }
 }
 
 fn to_object(v: Value) -> JsonObject {
@@ -160,7 +235,96 @@ fn prompt_text(name: &str, args: &JsonObject) -> Result<String, ErrorData> {
 impl NetworkServer {
     /// A server for `link`'s devices: one of them (`device`) or all (`None`).
     pub fn new(link: Arc<EpisodeLink>, device: Option<String>, role: Role, settings: Settings) -> Self {
-        Self { link, scope_device: device, role, settings, page_size: 50 }
+        Self { link, scope_device: device, role, settings, page_size: 50, session: Arc::default() }
+    }
+
+    /// The same server for a new MCP session: no subscriptions yet.
+    pub fn for_session(&self) -> Self {
+        Self { session: Arc::default(), ..self.clone() }
+    }
+
+    /// The role of the client that sent a request: the one its bearer token gives on HTTP,
+    /// the server's own otherwise.
+    fn role_of(&self, extensions: &Extensions) -> Role {
+        authenticated(extensions).unwrap_or(self.role)
+    }
+
+    /// Starts translating device events into this session's notifications (once).
+    fn start_events(&self, peer: Peer<RoleServer>) {
+        if self.session.forwarding.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
+        let this = self.clone();
+        tokio::spawn(async move { this.forward(peer).await });
+    }
+
+    /// Device events to notifications, until the session or the episode ends: the event itself
+    /// as `notifications/message` (logger `network.DEVICE`), then
+    /// `notifications/resources/updated` for the subscribed resources it changed.
+    #[allow(deprecated)] // rmcp marks MCP logging deprecated for an unreleased protocol version
+    async fn forward(self, peer: Peer<RoleServer>) {
+        let Ok(live) = self.link.live().await else { return };
+        let mut events = live.devices.events();
+        // Holding the devices would keep their event channel open after the episode.
+        drop(live);
+        let mut tick = tokio::time::interval(Duration::from_secs(2));
+        loop {
+            let event = tokio::select! {
+                e = events.recv() => match e {
+                    Ok(e) => e,
+                    Err(RecvError::Lagged(n)) => {
+                        tracing::warn!("an MCP session fell {n} device events behind; they are not notified");
+                        continue;
+                    }
+                    Err(RecvError::Closed) => return,
+                },
+                _ = tick.tick() => {
+                    if peer.is_transport_closed() { return }
+                    continue;
+                }
+            };
+            if self.scope_device.as_ref().is_some_and(|d| *d != event.device) {
+                continue;
+            }
+            let severity = severity_of(event.level);
+            if severity >= self.session.level.load(std::sync::atomic::Ordering::SeqCst) {
+                let mut data = json!({"stream": "netconf-stream", "event": event.event});
+                if let (Some(out), Some(fields)) = (data.as_object_mut(), event.data.as_object()) {
+                    out.extend(fields.clone());
+                }
+                let message = LoggingMessageNotificationParam::new(logging_level(severity), data)
+                    .with_logger(format!("network.{}", event.device));
+                if peer.notify_logging_message(message).await.is_err() {
+                    return;
+                }
+            }
+            for uri in self.updated(&event) {
+                if peer.notify_resource_updated(ResourceUpdatedNotificationParam::new(uri)).await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+
+    /// The subscribed URIs of this session that `event` changed.
+    fn updated(&self, event: &Event) -> Vec<String> {
+        let paths = changed_paths(event);
+        let subscriptions = match self.session.subscriptions.lock() {
+            Ok(s) => s.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        };
+        subscriptions
+            .into_iter()
+            .filter(|uri| {
+                let Some(rest) = uri.strip_prefix("network://") else { return false };
+                let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+                let path = path.split_once('?').map_or(path, |(p, _)| p);
+                let device =
+                    if authority.is_empty() { self.scope_device.as_deref() } else { Some(authority) };
+                device == Some(event.device.as_str())
+                    && paths.iter().any(|p| if p.ends_with('/') { path.starts_with(p) } else { path == *p })
+            })
+            .collect()
     }
 
     /// How many resources one `resources/list` page holds.
@@ -191,7 +355,7 @@ impl NetworkServer {
         self.link.live().await.map_err(|e| NetError::Unreachable(e).into())
     }
 
-    fn tools_list(&self, live: Option<&Live>) -> Vec<Tool> {
+    fn tools_list(&self, role: Role, live: Option<&Live>) -> Vec<Tool> {
         let scope = self.scope(live);
         let mut specs = tools::tool_specs(&scope, &self.settings);
         specs.push(tools::done_spec());
@@ -211,7 +375,7 @@ impl NetworkServer {
                 if !available {
                     meta.insert("downgrade".into(), json!(tools::CONFIGURE));
                 }
-                if self.role == Role::ReadOnly && WRITES.contains(&spec.name.as_str()) {
+                if role == Role::ReadOnly && WRITES.contains(&spec.name.as_str()) {
                     meta.insert("allowed".into(), json!(false));
                 }
                 Tool::new(spec.name, spec.description, Arc::new(to_object(spec.parameters)))
@@ -284,11 +448,11 @@ impl NetworkServer {
         Ok(out)
     }
 
-    fn secrets(&self, text: String) -> String {
-        if self.role == Role::ReadOnly { redact(&text) } else { text }
+    fn secrets(role: Role, text: String) -> String {
+        if role == Role::ReadOnly { redact(&text) } else { text }
     }
 
-    async fn read(&self, uri: &str) -> Result<ReadResourceResult, ErrorData> {
+    async fn read(&self, role: Role, uri: &str) -> Result<ReadResourceResult, ErrorData> {
         let live = self.live().await?;
         let (name, path, query) = self.parse_uri(uri, &live.devices)?;
         let device = live.devices.get(&name).map_err(ErrorData::from)?;
@@ -332,17 +496,22 @@ impl NetworkServer {
             }
             p if p.starts_with("file/") => {
                 let text = device.pull(&p["file/".len()..]).await.map_err(ErrorData::from)?;
-                ResourceContents::text(self.secrets(text), uri).with_mime_type("text/plain")
+                ResourceContents::text(Self::secrets(role, text), uri).with_mime_type("text/plain")
             }
             _ => return Err(ErrorData::resource_not_found(format!("no resource `{uri}`"), None)),
         };
         Ok(ReadResourceResult::new(vec![contents]))
     }
 
-    async fn call(&self, name: &str, args: Option<JsonObject>) -> Result<CallToolResult, ErrorData> {
+    async fn call(
+        &self,
+        role: Role,
+        name: &str,
+        args: Option<JsonObject>,
+    ) -> Result<CallToolResult, ErrorData> {
         let mut args = Value::Object(args.unwrap_or_default());
         if name == DONE {
-            if self.role == Role::ReadOnly {
+            if role == Role::ReadOnly {
                 return Err(NetError::AccessDenied("role read-only may not end the episode".into()).into());
             }
             let finished = self
@@ -360,7 +529,7 @@ impl NetworkServer {
                 tools::NETWORK_TOOLS.join(", ")
             )));
         }
-        if self.role == Role::ReadOnly && WRITES.contains(&name) {
+        if role == Role::ReadOnly && WRITES.contains(&name) {
             tracing::warn!(tool = name, args = %redact_json(&args), "refused to role read-only");
             return Err(NetError::AccessDenied(format!("role read-only may not call {name}")).into());
         }
@@ -384,8 +553,8 @@ impl NetworkServer {
             return Err(err.into());
         }
         let data = obs.data.clone().unwrap_or(Value::Null);
-        let text = if self.role == Role::ReadOnly { redact(&obs.content) } else { obs.content.clone() };
-        let data = if self.role == Role::ReadOnly { redact_json(&data) } else { data };
+        let text = if role == Role::ReadOnly { redact(&obs.content) } else { obs.content.clone() };
+        let data = if role == Role::ReadOnly { redact_json(&data) } else { data };
         Ok(structured(text, data, !obs.ok))
     }
 }
@@ -400,6 +569,7 @@ fn structured(text: String, data: Value, is_error: bool) -> CallToolResult {
 }
 
 impl ServerHandler for NetworkServer {
+    #[allow(deprecated)] // `enable_logging`: see the `use` of LoggingLevel
     fn get_info(&self) -> InitializeResult {
         let network = to_object(self.capability());
         let mut experimental = std::collections::BTreeMap::new();
@@ -409,8 +579,10 @@ impl ServerHandler for NetworkServer {
         let capabilities = ServerCapabilities::builder()
             .enable_experimental_with(experimental)
             .enable_extensions_with(extensions)
+            .enable_logging()
             .enable_prompts()
             .enable_resources()
+            .enable_resources_subscribe()
             .enable_tools()
             .build();
         let instructions = self.link.live_now().map(|l| l.brief).unwrap_or_default();
@@ -431,19 +603,19 @@ impl ServerHandler for NetworkServer {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let live =
             tokio::time::timeout(Duration::from_secs(60), self.link.live()).await.ok().and_then(Result::ok);
-        Ok(ListToolsResult::with_all_items(self.tools_list(live.as_ref())))
+        Ok(ListToolsResult::with_all_items(self.tools_list(self.role_of(&context.extensions), live.as_ref())))
     }
 
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        self.call(&request.name, request.arguments).await.map(Into::into)
+        self.call(self.role_of(&context.extensions), &request.name, request.arguments).await.map(Into::into)
     }
 
     async fn list_resources(
@@ -469,9 +641,61 @@ impl ServerHandler for NetworkServer {
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        self.read(&request.uri).await.map(Into::into)
+        self.read(self.role_of(&context.extensions), &request.uri).await.map(Into::into)
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let live = self.live().await?;
+        let (_, path, _) = self.parse_uri(&request.uri, &live.devices)?;
+        let known = ["interfaces", "routing/ipv4/route-table"].contains(&path)
+            || path.starts_with("interface/")
+            || path
+                .strip_prefix("file/")
+                .is_some_and(|f| ["startup-config", "running-config", "candidate-config"].contains(&f));
+        if !known {
+            return Err(invalid(format!("`{}`: no such resource", request.uri)));
+        }
+        match self.session.subscriptions.lock() {
+            Ok(mut s) => s.insert(request.uri),
+            Err(poisoned) => poisoned.into_inner().insert(request.uri),
+        };
+        // A client that subscribes before `notifications/initialized` still hears of changes.
+        self.start_events(context.peer);
+        Ok(())
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        match self.session.subscriptions.lock() {
+            Ok(mut s) => s.remove(&request.uri),
+            Err(poisoned) => poisoned.into_inner().remove(&request.uri),
+        };
+        Ok(())
+    }
+
+    #[allow(deprecated)] // see the `use` of LoggingLevel
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let level = serde_json::to_value(request.level).ok();
+        let level = level.as_ref().and_then(Value::as_str).unwrap_or("info");
+        self.session.level.store(severity_of(level), std::sync::atomic::Ordering::SeqCst);
+        Ok(())
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.start_events(context.peer);
     }
 
     async fn list_prompts(

@@ -179,8 +179,9 @@ pub fn capability(devices: &[&Device], settings: &Settings) -> Value {
         "yangModules": modules,
         "cliDialect": "frr-vtysh",
         "configDatastore": ["running", "candidate", "operational"],
-        // No event stream is translated into MCP notifications yet.
-        "notificationStream": [],
+        // Configuration changes and confirmed-commit events (RFC 6470's, of NETCONF's stream),
+        // as `notifications/message` and `notifications/resources/updated` (docs/mcp.md).
+        "notificationStream": ["netconf-stream"],
         "maxBulkEdit": settings.max_bulk_edit,
         "supportsRollback": true,
         "rollbackTimeout": settings.rollback_timeout.as_secs(),

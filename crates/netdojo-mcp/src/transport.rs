@@ -16,15 +16,16 @@ use axum::middleware::Next;
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::service::RoleServer;
 use rmcp::transport::Transport;
-use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, Lines};
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
+use crate::auth::Tokens;
 use crate::episode::EpisodeLink;
-use crate::server::NetworkServer;
+use crate::server::{NetworkServer, Role};
 
 /// Puts `network` into the capabilities of an `initialize` result (a JSON-RPC response whose
 /// result has `serverInfo` and `capabilities`). Other messages pass unchanged.
@@ -103,55 +104,137 @@ where
     }
 }
 
-/// Completes `initialize` answers of an HTTP response (JSON or SSE) with `network`.
-async fn complete(res: Response<Body>, network: Value) -> Response<Body> {
-    let json = res
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .map(|v| v.starts_with("application/json"))
-        .unwrap_or(false);
-    if !json {
+/// The largest request body the HTTP layer reads to see whether it is an `initialize`.
+const MAX_BODY: usize = 16 << 20;
+
+/// `data:` lines of an SSE body completed with `network` where they carry an `initialize`
+/// answer.
+fn inject_sse(text: &str, network: &Value) -> Option<String> {
+    let mut changed = false;
+    let mut out = String::with_capacity(text.len() + 512);
+    for line in text.split_inclusive('\n') {
+        let (content, newline) = match line.strip_suffix('\n') {
+            Some(c) => (c.strip_suffix('\r').unwrap_or(c), &line[c.len()..]),
+            None => (line, ""),
+        };
+        if let Some(data) = content.strip_prefix("data:")
+            && let Ok(mut v) = serde_json::from_str::<Value>(data.trim_start())
+            && inject(&mut v, network)
+        {
+            out.push_str("data: ");
+            out.push_str(&v.to_string());
+            out.push_str(newline);
+            changed = true;
+            continue;
+        }
+        out.push_str(line);
+    }
+    changed.then_some(out)
+}
+
+/// Completes the answer to an `initialize` POST (JSON, or SSE in a session) with `network`.
+/// Only that answer is read whole: it ends after one message, unlike a session's GET stream.
+async fn complete(res: Response<Body>, network: &Value) -> Response<Body> {
+    let content_type =
+        res.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
+    let (json, sse) =
+        (content_type.starts_with("application/json"), content_type.starts_with("text/event-stream"));
+    if !json && !sse {
         return res;
     }
     let (mut parts, body) = res.into_parts();
-    let Ok(bytes) = axum::body::to_bytes(body, 16 << 20).await else {
+    let Ok(bytes) = axum::body::to_bytes(body, MAX_BODY).await else {
         return Response::from_parts(parts, Body::empty());
     };
-    let mut v: Value = match serde_json::from_slice(&bytes) {
-        Ok(v) => v,
-        Err(_) => return Response::from_parts(parts, Body::from(bytes)),
+    let out = if json {
+        serde_json::from_slice::<Value>(&bytes)
+            .ok()
+            .and_then(|mut v| inject(&mut v, network).then(|| v.to_string()))
+    } else {
+        std::str::from_utf8(&bytes).ok().and_then(|t| inject_sse(t, network))
     };
-    if !inject(&mut v, &network) {
-        return Response::from_parts(parts, Body::from(bytes));
+    match out {
+        Some(out) => {
+            parts.headers.insert(header::CONTENT_LENGTH, HeaderValue::from(out.len()));
+            Response::from_parts(parts, Body::from(out))
+        }
+        None => Response::from_parts(parts, Body::from(bytes)),
     }
-    let out = serde_json::to_vec(&v).unwrap_or_else(|_| bytes.to_vec());
-    parts.headers.insert(header::CONTENT_LENGTH, HeaderValue::from(out.len()));
-    Response::from_parts(parts, Body::from(out))
 }
 
 fn service(
     server: NetworkServer,
     cancel: &CancellationToken,
-) -> StreamableHttpService<NetworkServer, NeverSessionManager> {
+) -> StreamableHttpService<NetworkServer, LocalSessionManager> {
     let mut config = StreamableHttpServerConfig::default();
-    // Stateless, JSON answers: the state lives in the episode, not in HTTP sessions.
-    config.legacy_session_mode = false;
-    config.json_response = true;
+    // MCP sessions: a session's GET stream carries the notifications that belong to no request
+    // (a confirmed commit rolled back by its timer, changes made through another session).
+    // The episode's state is shared by every session.
+    config.legacy_session_mode = true;
+    // No keep-alive: a POST answer ends with its message (the `initialize` answer is read
+    // whole to complete it), and clients are on 127.0.0.1.
     config.sse_keep_alive = None;
     config.cancellation_token = cancel.child_token();
-    StreamableHttpService::new(move || Ok(server.clone()), Arc::new(NeverSessionManager::default()), config)
+    StreamableHttpService::new(
+        move || Ok(server.for_session()),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    )
+}
+
+/// Who may use the HTTP endpoints.
+#[derive(Debug, Clone)]
+pub enum Access {
+    /// Every client has this role (no token file: the endpoints are on 127.0.0.1).
+    Everyone(Role),
+    /// A client's bearer token gives its role; a request without a known token is refused
+    /// with 401.
+    Tokens(Arc<Tokens>),
+}
+
+/// 401 with a Bearer challenge (RFC 6750, as MCP's authorization spec answers an HTTP request
+/// without a valid token). The body says why, never with the token.
+fn unauthorized(presented: bool) -> Response<Body> {
+    let challenge = if presented {
+        r#"Bearer realm="netdojo-mcp", error="invalid_token", error_description="unknown token""#
+    } else {
+        r#"Bearer realm="netdojo-mcp""#
+    };
+    let mut res = Response::new(Body::from(if presented {
+        "Unauthorized: unknown bearer token"
+    } else {
+        "Unauthorized: send Authorization: Bearer TOKEN (a token of the server's --tokens file)"
+    }));
+    *res.status_mut() = axum::http::StatusCode::UNAUTHORIZED;
+    res.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static(challenge));
+    res
 }
 
 /// The HTTP endpoints: `/mcp` for the whole network (tools take `device`), `/mcp/DEVICE` for
-/// each device (the seed's one server per device).
+/// each device (the seed's one server per device), everyone with `role`.
 pub fn router(
     link: Arc<EpisodeLink>,
     devices: &[String],
-    role: crate::server::Role,
+    role: Role,
     settings: crate::device::Settings,
     cancel: &CancellationToken,
 ) -> Router {
+    router_with(link, devices, Access::Everyone(role), settings, cancel)
+}
+
+/// The HTTP endpoints with the given access.
+pub fn router_with(
+    link: Arc<EpisodeLink>,
+    devices: &[String],
+    access: Access,
+    settings: crate::device::Settings,
+    cancel: &CancellationToken,
+) -> Router {
+    // With tokens, a request whose role the layer below did not set would get the least.
+    let role = match &access {
+        Access::Everyone(role) => *role,
+        Access::Tokens(_) => Role::ReadOnly,
+    };
     let mut capabilities: HashMap<String, Value> = HashMap::new();
     let network = NetworkServer::new(link.clone(), None, role, settings);
     capabilities.insert("/mcp".into(), network.capability());
@@ -165,11 +248,55 @@ pub fn router(
     let capabilities = Arc::new(capabilities);
     app.layer(axum::middleware::from_fn(move |req: Request, next: Next| {
         let capabilities = capabilities.clone();
+        let access = access.clone();
         async move {
-            let path = req.uri().path().to_string();
+            let (mut parts, body) = req.into_parts();
+            let role = match &access {
+                Access::Everyone(role) => *role,
+                Access::Tokens(tokens) => {
+                    let presented = parts.headers.get(header::AUTHORIZATION);
+                    let role = tokens.authorize(presented.and_then(|v| v.to_str().ok()));
+                    match role {
+                        Some(role) => role,
+                        None => {
+                            tracing::warn!(
+                                path = parts.uri.path(),
+                                "HTTP request refused: {}",
+                                if presented.is_some() { "unknown bearer token" } else { "no bearer token" }
+                            );
+                            return unauthorized(presented.is_some());
+                        }
+                    }
+                }
+            };
+            // The token stops here: nothing below (rmcp, the handlers, their logs) sees it.
+            parts.headers.remove(header::AUTHORIZATION);
+            parts.extensions.insert(role);
+            let network = capabilities.get(parts.uri.path()).cloned();
+            let initialize = network.is_some() && parts.method == axum::http::Method::POST;
+            let req = if initialize {
+                let bytes = match axum::body::to_bytes(body, MAX_BODY).await {
+                    Ok(b) => b,
+                    Err(_) => {
+                        let mut res = Response::new(Body::from("request body too large"));
+                        *res.status_mut() = axum::http::StatusCode::PAYLOAD_TOO_LARGE;
+                        return res;
+                    }
+                };
+                let is_init = serde_json::from_slice::<Value>(&bytes)
+                    .ok()
+                    .is_some_and(|v| v.get("method").and_then(Value::as_str) == Some("initialize"));
+                let req = Request::from_parts(parts, Body::from(bytes));
+                if !is_init {
+                    return next.run(req).await;
+                }
+                req
+            } else {
+                return next.run(Request::from_parts(parts, body)).await;
+            };
             let res = next.run(req).await;
-            match capabilities.get(&path) {
-                Some(network) => complete(res, network.clone()).await,
+            match network {
+                Some(network) => complete(res, &network).await,
                 None => res,
             }
         }

@@ -160,7 +160,76 @@ mod common {
             .await
             .expect("POST initialize");
         assert!(res.status().is_success(), "{}", res.status());
-        res.json().await.expect("JSON answer")
+        let sse = res
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        let text = res.text().await.expect("answer");
+        if !sse {
+            return serde_json::from_str(&text).expect("JSON answer");
+        }
+        // A session's answer is an SSE stream: the message is the `data:` line with id 1.
+        text.lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+            .find(|v| v["id"] == 1)
+            .unwrap_or_else(|| panic!("no answer in the SSE stream: {text}"))
+    }
+
+    /// An MCP client with a bearer token.
+    pub async fn client_with_token(url: &str, token: &str) -> Client {
+        netdojo_mcp::client::install_crypto_provider();
+        let config = rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
+            url.to_string(),
+        )
+        .auth_header(token.to_string());
+        ().serve(StreamableHttpClientTransport::from_config(config)).await.expect("MCP client connects")
+    }
+
+    /// Notifications a client received, as JSON: `{"updated": URI}` or `{"message": DATA, ...}`.
+    #[derive(Clone)]
+    pub struct Listener(pub tokio::sync::mpsc::UnboundedSender<Value>);
+
+    impl rmcp::ClientHandler for Listener {
+        async fn on_resource_updated(
+            &self,
+            params: rmcp::model::ResourceUpdatedNotificationParam,
+            _context: rmcp::service::NotificationContext<RoleClient>,
+        ) {
+            let _ = self.0.send(serde_json::json!({"updated": params.uri}));
+        }
+
+        #[allow(deprecated)] // rmcp marks MCP logging deprecated for an unreleased protocol version
+        async fn on_logging_message(
+            &self,
+            params: rmcp::model::LoggingMessageNotificationParam,
+            _context: rmcp::service::NotificationContext<RoleClient>,
+        ) {
+            let level = serde_json::to_value(params.level).unwrap_or_default();
+            let _ = self
+                .0
+                .send(serde_json::json!({"message": params.data, "logger": params.logger, "level": level}));
+        }
+    }
+
+    /// Waits (at most `secs`) for a notification that `wanted` accepts; the others are skipped.
+    pub async fn expect_notification(
+        rx: &mut tokio::sync::mpsc::UnboundedReceiver<Value>,
+        secs: u64,
+        what: &str,
+        wanted: impl Fn(&Value) -> bool,
+    ) -> Value {
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(secs);
+        let mut seen = Vec::new();
+        loop {
+            match tokio::time::timeout_at(deadline, rx.recv()).await {
+                Ok(Some(v)) if wanted(&v) => return v,
+                Ok(Some(v)) => seen.push(v),
+                Ok(None) => panic!("{what}: the client is gone; saw {seen:?}"),
+                Err(_) => panic!("{what}: no such notification within {secs} s; saw {seen:?}"),
+            }
+        }
     }
 
     /// netdojo-mcp on stdio, spoken to line by line as any MCP client would.
@@ -260,6 +329,7 @@ fn assert_network_capability(network: &serde_json::Value, rollback: u64) {
     assert_eq!(network["supportsRollback"], true);
     assert_eq!(network["rollbackTimeout"], rollback);
     assert_eq!(network["maxBulkEdit"], 1000);
+    assert_eq!(network["notificationStream"], serde_json::json!(["netconf-stream"]));
 }
 
 const EIGHT: [&str; 8] = [
@@ -747,5 +817,266 @@ mod client {
         assert!(!outcome.checks[0].passed, "nothing was configured: {outcome:?}");
         env.close().await.expect("close");
         http.finish().await.expect("finished");
+    }
+}
+
+mod tokens {
+    use super::common::*;
+    use rmcp::model::CallToolRequestParams;
+    use serde_json::json;
+    use tokio::io::AsyncBufReadExt;
+
+    const OPERATOR: &str = "op-5b0f3c6e9a1d4e27b8c1f0a2d3e4f5a6";
+    const READER: &str = "ro-7c2e9d4b1a3f5e6d8c0b2a4f6e8d0c1b";
+
+    /// The binary on HTTP with a token file (logs at trace level): two clients with two roles
+    /// on one server, a client without a known token refused with 401, and neither token in
+    /// the logs or the run directory.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn each_http_client_has_the_role_of_its_token() {
+        if !ready("per-client roles") {
+            return;
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("tokens.yaml");
+        std::fs::write(&file, format!("{OPERATOR}: operator\n{READER}: read-only\n")).expect("write");
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        }
+        let run = dir.path().join("run");
+        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_netdojo-mcp"))
+            .args(["serve", "--task", "static-route", "--http", "0", "--suite"])
+            .arg(suite())
+            .arg("--tokens")
+            .arg(&file)
+            .arg("--out")
+            .arg(&run)
+            .env("NETDOJO_LOG", "trace")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("netdojo-mcp starts");
+        let mut stderr = tokio::io::BufReader::new(child.stderr.take().expect("stderr")).lines();
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+        let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let collected = log.clone();
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = stderr.next_line().await {
+                if let Some(url) = line.split("listening on ").nth(1) {
+                    let _ = tx.send(url.split_whitespace().next().unwrap_or_default().to_string());
+                }
+                collected.lock().expect("log").push_str(&(line + "\n"));
+            }
+        });
+        let base = tokio::time::timeout(std::time::Duration::from_secs(120), rx.recv())
+            .await
+            .expect("the server listens within 120 s")
+            .expect("a URL");
+        let url = format!("{base}/R1");
+
+        let operator = client_with_token(&url, OPERATOR).await;
+        let reader = client_with_token(&url, READER).await;
+        let args = json!({"commands": ["ip route 9.9.9.0/24 10.0.12.2"]});
+        let (c, message) = code(&reader, "network.cli.configure", args.clone()).await;
+        assert_eq!(c, -32083, "{message}");
+        let staged = ok(&operator, "network.cli.configure", args).await;
+        assert_eq!(staged["ok"], true, "{staged}");
+        ok(&reader, "network.cli.exec", json!({"command": "show ip route"})).await;
+        let tools = reader.list_all_tools().await.expect("tools");
+        let configure = tools.iter().find(|t| t.name == "network.cli.configure").expect("configure");
+        assert_eq!(configure.meta.as_ref().map(|m| m.0["allowed"].clone()), Some(json!(false)));
+        let tools = operator.list_all_tools().await.expect("tools");
+        let configure = tools.iter().find(|t| t.name == "network.cli.configure").expect("configure");
+        assert_eq!(configure.meta.as_ref().and_then(|m| m.0.get("allowed").cloned()), None);
+
+        // No token, an unknown token: 401 with a Bearer challenge, before any MCP.
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}});
+        for auth in [None, Some("Bearer not-a-token-of-this-server-0000000000")] {
+            let mut req = reqwest::Client::new()
+                .post(&url)
+                .timeout(std::time::Duration::from_secs(30))
+                .header("accept", "application/json, text/event-stream")
+                .json(&body);
+            if let Some(a) = auth {
+                req = req.header("authorization", a);
+            }
+            let res = req.send().await.expect("POST");
+            assert_eq!(res.status(), 401, "{auth:?}");
+            let challenge = res.headers().get("www-authenticate").and_then(|v| v.to_str().ok()).unwrap_or("");
+            assert!(challenge.starts_with("Bearer "), "{challenge}");
+        }
+        // The read-only client may not end the episode; the operator does.
+        let done = reader.call_tool(CallToolRequestParams::new("done")).await;
+        assert!(done.is_err(), "{done:?}");
+        let done = ok(&operator, "done", json!({})).await;
+        assert!(done["record"].is_object(), "{done}");
+        let status = tokio::time::timeout(std::time::Duration::from_secs(60), child.wait())
+            .await
+            .expect("the server exits after done")
+            .expect("wait");
+        assert!(status.success(), "{status}");
+
+        let log = log.lock().expect("log").clone();
+        assert!(log.contains("HTTP request refused"), "the refusals are logged:\n{log}");
+        for token in [OPERATOR, READER] {
+            assert!(!log.contains(token), "a token in the server's log");
+            for entry in walk(&run) {
+                let bytes = std::fs::read(&entry).expect("read");
+                let text = String::from_utf8_lossy(&bytes);
+                assert!(!text.contains(token), "a token in {}", entry.display());
+            }
+        }
+        assert!(walk(&run).len() > 1, "the run directory holds the episode");
+    }
+
+    fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+        let mut out = Vec::new();
+        for entry in std::fs::read_dir(dir).expect("run directory").flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                out.extend(walk(&path));
+            } else {
+                out.push(path);
+            }
+        }
+        out
+    }
+}
+
+// rmcp marks resources/subscribe and MCP logging deprecated for the unreleased 2026-07-28
+// protocol; every version served here has them.
+#[allow(deprecated)]
+mod notifications {
+    use super::common::*;
+    use netdojo_mcp::{Role, Settings};
+    use rmcp::ServiceExt;
+    use rmcp::model::{ReadResourceRequestParams, SubscribeRequestParams};
+    use serde_json::{Value, json};
+
+    type Rx = tokio::sync::mpsc::UnboundedReceiver<Value>;
+
+    /// What a subscribed client hears: a commit updates the running configuration and the
+    /// route table and is told as a config-change event; a confirmed commit nobody confirms is
+    /// rolled back by its timer, told while no request is under way.
+    async fn commits_are_notified(
+        client: &rmcp::service::RunningService<rmcp::service::RoleClient, Listener>,
+        rx: &mut Rx,
+    ) {
+        for uri in ["network:///file/running-config", "network:///routing/ipv4/route-table"] {
+            client.subscribe(SubscribeRequestParams::new(uri)).await.expect("subscribe");
+        }
+        let bad = client.subscribe(SubscribeRequestParams::new("network:///nothing")).await;
+        assert!(bad.is_err(), "{bad:?}");
+        let call = |name: &str, args: Value| {
+            client.call_tool(
+                rmcp::model::CallToolRequestParams::new(name.to_string()).with_arguments(obj(args)),
+            )
+        };
+        call("network.cli.configure", json!({"commands": ["ip route 9.9.9.0/24 10.0.12.2"]}))
+            .await
+            .expect("configure");
+        call("network.commit", json!({})).await.expect("commit");
+        let change =
+            expect_notification(rx, 10, "config-change", |v| v["message"]["operation"] == "commit").await;
+        assert_eq!(change["message"]["event"], "netconf-config-change", "{change}");
+        assert_eq!(change["message"]["stream"], "netconf-stream", "{change}");
+        assert_eq!(change["logger"], "network.R1", "{change}");
+        expect_notification(rx, 10, "running-config updated", |v| {
+            v["updated"] == "network:///file/running-config"
+        })
+        .await;
+        expect_notification(rx, 10, "route table updated", |v| {
+            v["updated"] == "network:///routing/ipv4/route-table"
+        })
+        .await;
+        let read = client
+            .read_resource(ReadResourceRequestParams::new("network:///file/running-config"))
+            .await
+            .expect("read");
+        assert!(format!("{read:?}").contains("ip route 9.9.9.0/24 10.0.12.2"), "{read:?}");
+
+        call("network.cli.configure", json!({"commands": ["ip route 8.8.8.0/24 10.0.12.2"]}))
+            .await
+            .expect("configure");
+        call("network.commit", json!({"confirmed": true, "timeout_s": 1})).await.expect("commit");
+        let start = std::time::Instant::now();
+        let timeout = expect_notification(rx, 15, "confirmed-commit timeout", |v| {
+            v["message"]["confirm-event"] == "timeout"
+        })
+        .await;
+        assert_eq!(timeout["message"]["event"], "netconf-confirmed-commit", "{timeout}");
+        assert_eq!(timeout["message"]["rolled_back"], true, "{timeout}");
+        assert_eq!(timeout["level"], "warning", "{timeout}");
+        expect_notification(rx, 5, "running-config updated by the rollback", |v| {
+            v["updated"] == "network:///file/running-config"
+        })
+        .await;
+        assert!(start.elapsed() < std::time::Duration::from_secs(10), "{:?}", start.elapsed());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn subscribed_clients_hear_of_commits_and_rollbacks_on_stdio_and_http() {
+        if !ready("notifications") {
+            return;
+        }
+        // stdio: the binary as a child process, one device.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_netdojo-mcp"));
+        cmd.args(["serve", "--task", "static-route", "--device", "R1", "--suite"])
+            .arg(suite())
+            .arg("--out")
+            .arg(dir.path().join("run"));
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let child = rmcp::transport::TokioChildProcess::new(cmd).expect("spawn");
+        let client = Listener(tx).serve(child).await.expect("stdio client");
+        let info = client.peer_info().expect("initialized");
+        let caps = serde_json::to_value(&info.capabilities).expect("json");
+        assert_eq!(caps["resources"]["subscribe"], true, "{caps}");
+        assert!(caps["logging"].is_object(), "{caps}");
+        assert_eq!(
+            caps["experimental"]["network"]["notificationStream"],
+            json!(["netconf-stream"]),
+            "{caps}"
+        );
+        commits_are_notified(&client, &mut rx).await;
+        client.cancel().await.expect("close");
+
+        // HTTP: the per-device endpoint, the rollback told on the session's GET stream.
+        let settings =
+            Settings { rollback_timeout: std::time::Duration::from_secs(5), ..Settings::default() };
+        let http = http(task("static-route"), settings, Role::Operator).await;
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        netdojo_mcp::client::install_crypto_provider();
+        let client = Listener(tx)
+            .serve(rmcp::transport::StreamableHttpClientTransport::from_uri(http.url("/mcp/R1")))
+            .await
+            .expect("HTTP client");
+        commits_are_notified(&client, &mut rx).await;
+        // The network endpoint names the device in its URIs; another device's change is not told.
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let network = Listener(tx)
+            .serve(rmcp::transport::StreamableHttpClientTransport::from_uri(http.url("/mcp")))
+            .await
+            .expect("HTTP client");
+        network
+            .subscribe(SubscribeRequestParams::new("network://R2/file/running-config"))
+            .await
+            .expect("subscribe");
+        network
+            .subscribe(SubscribeRequestParams::new("network://R1/file/running-config"))
+            .await
+            .expect("subscribe");
+        client
+            .call_tool(rmcp::model::CallToolRequestParams::new("network.rollback"))
+            .await
+            .expect("rollback");
+        let v = expect_notification(&mut rx, 10, "R1 updated", |v| v.get("updated").is_some()).await;
+        assert_eq!(v["updated"], "network://R1/file/running-config", "{v}");
+        http.episode.stop();
+        http.finish().await;
     }
 }

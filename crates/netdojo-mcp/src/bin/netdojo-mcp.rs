@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
+use netdojo_mcp::auth::Tokens;
 use netdojo_mcp::serve::{ServeOptions, default_budget, default_out, load_task, serve, summary};
 use netdojo_mcp::{Role, Settings};
 use tokio_util::sync::CancellationToken;
@@ -43,6 +44,10 @@ struct ServeArgs {
     /// rollbackTimeout, seconds.
     #[arg(long, default_value_t = 300.0)]
     rollback_timeout: f64,
+    /// HTTP: a token file (YAML/JSON, token: role, mode 600); each client's bearer token
+    /// gives its role, a request without a known token gets 401. --role is then stdio's only.
+    #[arg(long, requires = "http")]
+    tokens: Option<PathBuf>,
     /// The run directory (default runs/mcp-TASK-TIME).
     #[arg(long)]
     out: Option<PathBuf>,
@@ -78,6 +83,7 @@ fn run(args: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
         http: args.http,
         device: args.device,
         role: args.role,
+        tokens: args.tokens.as_deref().map(Tokens::load).transpose()?,
         settings: Settings {
             rollback_timeout: Duration::from_secs_f64(args.rollback_timeout),
             ..Settings::default()
