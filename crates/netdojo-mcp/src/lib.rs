@@ -9,8 +9,12 @@
 //!   MCP client's calls, so they are recorded, checked and scored like any agent's.
 //! - [`transport`]: stdio and streamable HTTP (127.0.0.1), with the `network` capability.
 //! - [`client`]: an MCP client as a netdojo `Environment`.
+//! - [`agent`]: an agent behind an MCP server (the `netdojo.agent` protocol) as a netdojo
+//!   `Agent`; [`agent_server`]: any netdojo agent served over that protocol.
 //! - [`error`]: the error codes of §7; [`redact`]: secrets out of logs (§8).
 
+pub mod agent;
+pub mod agent_server;
 pub mod client;
 pub mod device;
 pub mod episode;
