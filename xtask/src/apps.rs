@@ -17,7 +17,7 @@ use netdojo::{AgentFactory, EnvironmentFactory, Scorer, TaskGenerator};
 use serde::{Deserialize, Serialize};
 
 pub const ENVIRONMENTS: &[&str] = &["dcgraph", "routing", "netconf", "k8s", "gns3"];
-pub const AGENTS: &[&str] = &["oracle", "noop", "random", "openai", "ollama"];
+pub const AGENTS: &[&str] = &["oracle", "noop", "random", "openai", "ollama", "mcp"];
 
 /// An environment with what runs it: the factory, the generator of its tasks, its scorers.
 pub struct App {
@@ -158,8 +158,57 @@ pub fn agent(name: &str, seed: u64, random_steps: usize) -> Result<Arc<dyn Agent
         "openai" | "ollama" => {
             bail!("agent `{name}` is built with `llm_agent` (it needs the model's options)")
         }
+        "mcp" => bail!("agent `mcp` is built with `mcp_agent` (it needs --agent-command or --agent-url)"),
         other => bail!("unknown agent `{other}` (known: {})", AGENTS.join(", ")),
     })
+}
+
+/// The options of `--agent mcp`: an agent behind an MCP server (the `netdojo.agent` protocol,
+/// docs/mcp.md).
+#[derive(Debug, Clone, clap::Args, Serialize, Deserialize)]
+#[serde(default)]
+pub struct McpAgentArgs {
+    /// mcp: the agent server to start for each episode, speaking MCP on its stdio, e.g.
+    /// "cargo xtask mcp serve-agent --agent oracle --suite S.jsonl". Split into words like a
+    /// shell would (quotes, backslashes), but run without a shell.
+    #[arg(long, conflicts_with = "agent_url")]
+    pub agent_command: Option<String>,
+    /// mcp: the agent server's streamable HTTP endpoint, e.g. http://127.0.0.1:8090/mcp.
+    #[arg(long)]
+    pub agent_url: Option<String>,
+    /// mcp: the longest the agent server may take to connect or to answer one request, in
+    /// seconds; past it the episode errors.
+    #[arg(long, default_value_t = 300.0)]
+    pub agent_timeout_s: f64,
+}
+
+impl Default for McpAgentArgs {
+    fn default() -> Self {
+        Self { agent_command: None, agent_url: None, agent_timeout_s: 300.0 }
+    }
+}
+
+/// `--agent mcp`.
+pub fn mcp_agent(args: &McpAgentArgs) -> Result<Arc<dyn AgentFactory>> {
+    use netdojo::mcp::agent::McpAgentFactory;
+    if !(args.agent_timeout_s.is_finite() && args.agent_timeout_s > 0.0) {
+        bail!("--agent-timeout-s {}: a positive number of seconds", args.agent_timeout_s);
+    }
+    let factory = match (&args.agent_command, &args.agent_url) {
+        (Some(command), None) => {
+            let words = shlex::split(command)
+                .with_context(|| format!("--agent-command {command:?}: unbalanced quotes"))?;
+            let Some((program, rest)) = words.split_first() else {
+                bail!("--agent-command is empty: give the agent server's command line");
+            };
+            McpAgentFactory::stdio(program.clone(), rest.to_vec())
+        }
+        (None, Some(url)) => McpAgentFactory::http(url.clone()).context("--agent-url")?,
+        _ => bail!(
+            "--agent mcp needs the agent server: --agent-command \"PROGRAM ARGS...\" (stdio) or --agent-url http://127.0.0.1:PORT/mcp"
+        ),
+    };
+    Ok(Arc::new(factory.with_timeout(std::time::Duration::from_secs_f64(args.agent_timeout_s))))
 }
 
 /// The options of the LLM agents (`--agent openai|ollama`).

@@ -26,7 +26,7 @@ pub struct EvalArgs {
     /// Environment: dcgraph.
     #[arg(long, default_value = "dcgraph")]
     pub env: String,
-    /// Agent: oracle, noop, random, openai, ollama.
+    /// Agent: oracle, noop, random, openai, ollama, mcp.
     #[arg(long, default_value = "oracle")]
     pub agent: String,
     /// Number of generated queries (ignored with --suite).
@@ -65,6 +65,10 @@ pub struct EvalArgs {
     #[command(flatten)]
     #[serde(default)]
     pub llm: apps::LlmArgs,
+    /// mcp: where the agent server is.
+    #[command(flatten)]
+    #[serde(default)]
+    pub mcp: apps::McpAgentArgs,
     /// Run directory (default: runs/ENV-AGENT-sSEED-TIME).
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -154,6 +158,7 @@ pub fn eval(args: EvalArgs) -> Result<ExitCode> {
     )?;
     let agent = match args.agent.as_str() {
         "openai" | "ollama" => apps::llm_agent(&args.agent, args.seed, &args.llm, &app)?,
+        "mcp" => apps::mcp_agent(&args.mcp)?,
         name => apps::agent(name, args.seed, args.random_steps)?,
     };
     let source: Box<dyn TaskSource> = match &args.suite {

@@ -1,5 +1,7 @@
 //! `cargo xtask mcp serve`: a NetConfBench task's routers behind MCP, scored like `eval`
 //! scores the netconf environment (the same scorers, the reasoning score included).
+//! `cargo xtask mcp serve-agent`: a netdojo agent behind MCP (the `netdojo.agent` protocol),
+//! for `eval --agent mcp` here or elsewhere.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -17,6 +19,29 @@ use crate::apps::{self, EnvOptions};
 pub enum McpCommand {
     /// Serve one task until the client calls `done` (or closes stdio, or Ctrl-C).
     Serve(ServeArgs),
+    /// Serve an agent over the `netdojo.agent` protocol (stdio, or HTTP on 127.0.0.1), for
+    /// `eval --agent mcp`.
+    ServeAgent(ServeAgentArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ServeAgentArgs {
+    /// The agent: oracle, noop, random.
+    #[arg(long)]
+    agent: String,
+    /// The suite whose tasks' ground truth the agent may read (the oracle needs it; the task
+    /// an episode starts with carries none).
+    #[arg(long)]
+    suite: Option<PathBuf>,
+    /// Streamable HTTP on http://127.0.0.1:PORT/mcp (0: any free port) instead of stdio.
+    #[arg(long)]
+    http: Option<u16>,
+    /// random: its seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// random: calls per episode before it finishes.
+    #[arg(long, default_value_t = 5)]
+    random_steps: usize,
 }
 
 #[derive(Debug, Args)]
@@ -56,7 +81,46 @@ pub struct ServeArgs {
 }
 
 pub fn run(command: McpCommand) -> Result<()> {
-    let McpCommand::Serve(args) = command;
+    match command {
+        McpCommand::Serve(args) => serve_task(args),
+        McpCommand::ServeAgent(args) => serve_agent(args),
+    }
+}
+
+fn serve_agent(args: ServeAgentArgs) -> Result<()> {
+    use netdojo::mcp::agent_server::{AgentServer, serve, suite_tasks};
+    if matches!(args.agent.as_str(), "openai" | "ollama" | "mcp") {
+        bail!("--agent {}: only the scripted agents (oracle, noop, random) are served yet", args.agent);
+    }
+    let factory = apps::agent(&args.agent, args.seed, args.random_steps)?;
+    let mut server = AgentServer::new(factory);
+    match &args.suite {
+        Some(path) => {
+            let tasks = suite_tasks(path).with_context(|| format!("--suite {}", path.display()))?;
+            server = server.with_tasks(tasks);
+        }
+        None if args.agent == "oracle" => {
+            bail!("--agent oracle plays each task's ground truth: give the suite with --suite")
+        }
+        None => {}
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    runtime.block_on(async {
+        let stop = CancellationToken::new();
+        let on_signal = stop.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                on_signal.cancel();
+            }
+        });
+        serve(server, args.http, stop).await
+    })?;
+    // stdin is read on a blocking thread that only a new line or EOF ends: do not wait for it.
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    Ok(())
+}
+
+fn serve_task(args: ServeArgs) -> Result<()> {
     if !(args.rollback_timeout.is_finite() && args.rollback_timeout > 0.0) {
         bail!("--rollback-timeout {}: a positive number of seconds", args.rollback_timeout);
     }

@@ -226,12 +226,17 @@ fn bad_input_gives_one_clear_line_and_a_failure_code() {
     let bad_suite = tmp.path().join("bad.jsonl");
     fs::write(&bad_suite, "{\"id\": \"x\"}\n").expect("write");
     let bad = bad_suite.to_str().expect("path");
-    let cases: [(&[&str], &str); 6] = [
+    let cases: [(&[&str], &str); 8] = [
         (
             &["eval", "--env", "nope"],
             "unknown environment `nope` (known: dcgraph, routing, netconf, k8s, gns3)",
         ),
-        (&["eval", "--agent", "gpt"], "unknown agent `gpt` (known: oracle, noop, random, openai, ollama)"),
+        (
+            &["eval", "--agent", "gpt"],
+            "unknown agent `gpt` (known: oracle, noop, random, openai, ollama, mcp)",
+        ),
+        (&["eval", "--agent", "mcp"], "--agent mcp needs the agent server: --agent-command"),
+        (&["eval", "--agent", "mcp", "--agent-command", "\"unbalanced"], "unbalanced quotes"),
         (&["eval", "--suite", "/nonexistent/suite.jsonl"], "/nonexistent/suite.jsonl"),
         (&["eval", "--suite", bad], "bad.jsonl:1"),
         (&["eval", "--resume", "/nonexistent/run"], "/nonexistent/run"),
@@ -266,4 +271,53 @@ fn ctrl_c_finishes_the_episodes_in_flight_and_says_how_to_resume() {
 
     ok(&["eval", "--quiet", "--resume", dir.to_str().expect("path")]);
     assert_eq!(lines(&episodes), 600);
+}
+
+#[test]
+fn an_agent_behind_mcp_scores_like_the_same_agent_in_process() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let path = |name: &str| tmp.path().join(name).to_str().expect("path").to_string();
+    ok(&["generate", "--queries", "24", "--seed", "13", "--out", &path("s.jsonl")]);
+    ok(&["eval", "--suite", &path("s.jsonl"), "--quiet", "--out", &path("local")]);
+    // The agent server is this same binary, started per episode on stdio, without a shell.
+    let command = format!(
+        "'{}' mcp serve-agent --agent oracle --suite '{}'",
+        env!("CARGO_BIN_EXE_xtask"),
+        path("s.jsonl")
+    );
+    ok(&[
+        "eval",
+        "--suite",
+        &path("s.jsonl"),
+        "--agent",
+        "mcp",
+        "--agent-command",
+        &command,
+        "--quiet",
+        "--out",
+        &path("remote"),
+    ]);
+    let per_task = |dir: &str| {
+        let store = RunDir::open(Path::new(&path(dir))).expect("open");
+        let mut records: Vec<Value> = store
+            .records()
+            .expect("records")
+            .into_iter()
+            .map(|r| {
+                let metrics: Vec<_> = r.metrics.iter().filter(|m| m.name != "wall_s").collect();
+                serde_json::json!({
+                    "task": r.task_id, "status": r.status, "end": r.end, "error": r.error, "metrics": metrics,
+                })
+            })
+            .collect();
+        records.sort_by_key(|r| r["task"].to_string());
+        records
+    };
+    let (local, remote) = (per_task("local"), per_task("remote"));
+    assert_eq!(local.len(), 24);
+    assert_eq!(remote, local);
+    let config = RunDir::open(Path::new(&path("remote"))).expect("open").config().expect("config");
+    assert_eq!(config["runner"]["agent"]["name"], "mcp");
+    assert_eq!(config["runner"]["agent"]["config"]["endpoint"]["transport"], "stdio");
+    assert_eq!(rate(rows(&summary(Path::new(&path("remote")))).last().expect("overall"), "correct"), 1.0);
 }

@@ -10,8 +10,12 @@
 //! - [`transport`]: stdio and streamable HTTP (127.0.0.1), with the `network` capability.
 //! - [`client`]: an MCP client as a netdojo `Environment`.
 //! - [`auth`]: bearer tokens of HTTP clients and the role each gives (§8).
+//! - [`agent`]: an agent behind an MCP server (the `netdojo.agent` protocol) as a netdojo
+//!   `Agent`; [`agent_server`]: any netdojo agent served over that protocol.
 //! - [`error`]: the error codes of §7; [`redact`]: secrets out of logs (§8).
 
+pub mod agent;
+pub mod agent_server;
 pub mod auth;
 pub mod client;
 pub mod device;

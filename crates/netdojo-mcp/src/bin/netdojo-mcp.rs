@@ -22,6 +22,26 @@ struct Cli {
 enum Command {
     /// Serve one task's network until the client calls `done`.
     Serve(ServeArgs),
+    /// Serve a scripted agent over the `netdojo.agent` protocol (docs/mcp.md).
+    ServeAgent(ServeAgentArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct ServeAgentArgs {
+    /// oracle, noop or random.
+    #[arg(long)]
+    agent: String,
+    /// The suite whose tasks' ground truth the agent may read (required by the oracle).
+    #[arg(long)]
+    suite: Option<PathBuf>,
+    /// Streamable HTTP on 127.0.0.1:PORT/mcp (0: any free port) instead of stdio.
+    #[arg(long)]
+    http: Option<u16>,
+    /// random: the seed and the calls per episode.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    #[arg(long, default_value_t = 5)]
+    random_steps: usize,
 }
 
 #[derive(Debug, clap::Args)]
@@ -62,14 +82,53 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .init();
-    let Command::Serve(args) = cli.command;
-    match run(args) {
+    let result = match cli.command {
+        Command::Serve(args) => run(args),
+        Command::ServeAgent(args) => serve_agent(args),
+    };
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::FAILURE
         }
     }
+}
+
+fn serve_agent(args: ServeAgentArgs) -> Result<(), Box<dyn std::error::Error>> {
+    use netdojo_mcp::agent_server::{AgentServer, serve, suite_tasks};
+    use netdojo_scripted::{NoopFactory, OracleFactory, RandomFactory};
+    let factory: std::sync::Arc<dyn netdojo_core::AgentFactory> = match args.agent.as_str() {
+        "oracle" => std::sync::Arc::new(OracleFactory),
+        "noop" => std::sync::Arc::new(NoopFactory),
+        "random" => std::sync::Arc::new(RandomFactory { seed: args.seed, steps: args.random_steps }),
+        other => return Err(format!("--agent {other}: unknown (oracle, noop, random)").into()),
+    };
+    let mut server = AgentServer::new(factory);
+    match &args.suite {
+        Some(path) => {
+            let tasks = suite_tasks(path).map_err(|e| format!("--suite {}: {e}", path.display()))?;
+            server = server.with_tasks(tasks);
+        }
+        None if args.agent == "oracle" => {
+            return Err("--agent oracle plays each task's ground truth: give its --suite".into());
+        }
+        None => {}
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    runtime.block_on(async {
+        let stop = CancellationToken::new();
+        let on_signal = stop.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                on_signal.cancel();
+            }
+        });
+        serve(server, args.http, stop).await
+    })?;
+    // stdin is read on a blocking thread that only EOF ends: do not wait for it.
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    Ok(())
 }
 
 fn run(args: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
