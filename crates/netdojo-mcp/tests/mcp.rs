@@ -1,7 +1,10 @@
 //! netdojo-mcp on real FRR routers: the protocol on stdio and streamable HTTP, a NetConfBench
 //! task solved through network.cli.configure + network.commit with the oracle's scores, the
 //! confirmed commit that rolls back on its own, each §7 error code from a real condition,
-//! roles, and the official MCP Python SDK as an independent client.
+//! roles, and the official MCP Python SDK as an independent client; and, in `agent`, an
+//! agent behind an MCP server (one test binary per crate: link time dominates on 2 cores).
+
+mod agent;
 
 mod common {
     use std::collections::BTreeMap;
