@@ -199,3 +199,104 @@ mod safety {
         env.close().await.expect("close");
     }
 }
+
+/// The driver for real clusters (feature `kube`), live: runs when KUBECONFIG names a reachable
+/// cluster (kind, for one: docs/k8s.md), else skips with the reason. No cluster can run on the
+/// project's machines (FACTS.md), so under `CI` an unset KUBECONFIG is the expected skip of
+/// this test alone; a KUBECONFIG that is set but unreachable fails there.
+#[cfg(feature = "kube")]
+mod real_cluster {
+    use std::sync::Arc;
+
+    use kube::Api;
+    use kube::api::ListParams;
+    use netdojo_core::{Budget, Runner, TaskGenerator};
+    use netdojo_k8s::kube_driver::{self, KubeCluster, KubeOptions};
+    use netdojo_k8s::{K8sFactory, K8sGenerator, boutique, engine, policy};
+    use netdojo_scripted::OracleFactory;
+
+    async fn cluster_or_skip(what: &str) -> Option<(kube::Client, KubeOptions)> {
+        let Some(path) = std::env::var_os("KUBECONFIG") else {
+            eprintln!(
+                "skipping {what}: KUBECONFIG is not set; this test needs a real cluster (e.g. `kind create cluster`, see docs/k8s.md), and none can run on the project's machines"
+            );
+            return None;
+        };
+        let options = KubeOptions { kubeconfig: Some(path.into()), ..Default::default() };
+        match kube_driver::connect(&options).await {
+            Ok(client) => Some((client, options)),
+            Err(e) => {
+                assert!(std::env::var_os("CI").is_none(), "{what}: KUBECONFIG is set under CI but: {e}");
+                eprintln!("skipping {what}: {e}");
+                None
+            }
+        }
+    }
+
+    /// The Online Boutique deployed with its policies, then with a fault: the matrix the debug
+    /// containers probe equals the truth table each time; the namespaces go at teardown.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_probed_matrix_equals_the_truth_table_and_nothing_is_left() {
+        let what = "the_probed_matrix_equals_the_truth_table_and_nothing_is_left";
+        let Some((client, options)) = cluster_or_skip(what).await else { return };
+        let workload = boutique::workload().expect("workload");
+        let original = boutique::policies().expect("policies");
+        let targets = engine::targets(&workload);
+        let mut cluster =
+            KubeCluster::start(client.clone(), workload, &original, options).await.expect("start");
+        let w = cluster.workload().clone();
+        let expected = engine::truth_table(&original, &w, &targets);
+        let actual = cluster.probe(&targets).await.expect("probe");
+        assert!(actual.mismatches(&expected).is_empty(), "{}", actual.mismatch_report(&expected));
+        assert_eq!(cluster.policies().await.expect("list").len(), original.len());
+
+        // A fault, sent through the API server: the new truth table holds too.
+        let task = K8sGenerator.generate(3, 0).expect("task");
+        let mut faulty = original.clone();
+        for (name, yaml) in netdojo_k8s::tasks::injections(&task).expect("faults") {
+            let p = policy::parse_yaml(&yaml, &name).expect("yaml").remove(0);
+            faulty.retain(|o| policy::name(o) != name);
+            faulty.push(p);
+        }
+        cluster.sync(&faulty).await.expect("sync");
+        let expected = engine::truth_table(&faulty, &w, &targets);
+        let actual = cluster.probe(&targets).await.expect("probe");
+        assert!(actual.mismatches(&expected).is_empty(), "{}", actual.mismatch_report(&expected));
+
+        // The API server's refusal comes back in kubectl's words.
+        let mut bad = original[0].clone();
+        bad.metadata.name = Some("Not_A_Name".into());
+        let refused = cluster.sync(&[bad]).await.expect_err("an invalid name");
+        assert!(refused.contains("is invalid"), "{refused}");
+
+        let base = cluster.namespaces().base.clone();
+        cluster.teardown().await;
+        let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client);
+        let left = namespaces.list(&ListParams::default()).await.expect("list");
+        for ns in left.items {
+            let name = ns.metadata.name.unwrap_or_default();
+            if name.starts_with(&base) {
+                assert!(ns.metadata.deletion_timestamp.is_some(), "{name} is not being deleted");
+            }
+        }
+    }
+
+    /// A whole episode through the environment: the oracle repairs a task on the real cluster.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_oracle_repairs_a_task_on_a_real_cluster() {
+        let what = "the_oracle_repairs_a_task_on_a_real_cluster";
+        let Some((_, options)) = cluster_or_skip(what).await else { return };
+        let runner = Runner {
+            env: Arc::new(K8sFactory::kube(options).await.expect("factory")),
+            agent: Arc::new(OracleFactory),
+            scorers: Arc::new(netdojo_score::netpress_scorers()),
+            budget: Budget::default(),
+            concurrency: 1,
+        };
+        let task = K8sGenerator.generate(11, 5).expect("task");
+        let (record, trajectory) = runner.run_episode(&task).await;
+        assert!(record.error.is_none(), "{:?}", record.error);
+        let correct = record.metrics.iter().find(|m| m.name == "correct").map(|m| m.value.as_f64());
+        assert_eq!(correct, Some(1.0), "{:?}", trajectory.outcome);
+    }
+}
