@@ -149,7 +149,8 @@ impl K8sFactory {
     }
 
     /// Episodes on the real cluster that `options.kubeconfig` (or KUBECONFIG) names; fails
-    /// with a clear error when no cluster answers.
+    /// with a clear error when no cluster answers. Call it on the tokio runtime that runs the
+    /// episodes: a kube client belongs to the runtime it was made on.
     #[cfg(feature = "kube")]
     pub async fn kube(options: crate::kube_driver::KubeOptions) -> Result<Self, EnvError> {
         let client = crate::kube_driver::connect(&options)
