@@ -18,14 +18,118 @@ use crate::kubectl::Store;
 use crate::model::Workload;
 use crate::tasks::{APPLICATION, CONNECTIVITY_TOOL, KUBECTL_TOOL, injections};
 use crate::{boutique, policy};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
 
 const ENV: &str = APPLICATION;
 
-/// Builds one cluster per episode. Creating the factory sweeps the namespaces left by netdojo
-/// runs that were killed.
+/// Where an episode's cluster runs.
+#[derive(Clone)]
+enum Where {
+    /// The embedded cluster (namespaces and nftables on this machine).
+    Embedded(ProbeOptions),
+    /// A real cluster through the API server (feature `kube`).
+    #[cfg(feature = "kube")]
+    Kube(kube::Client, crate::kube_driver::KubeOptions),
+}
+
+impl std::fmt::Debug for Where {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Where::Embedded(p) => f.debug_tuple("Embedded").field(p).finish(),
+            #[cfg(feature = "kube")]
+            Where::Kube(_, o) => f.debug_tuple("Kube").field(o).finish(),
+        }
+    }
+}
+
+impl std::fmt::Debug for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Backend::Embedded(c) => c.fmt(f),
+            #[cfg(feature = "kube")]
+            Backend::Kube(c) => c.fmt(f),
+        }
+    }
+}
+
+/// One episode's running cluster.
+enum Backend {
+    Embedded(Cluster),
+    #[cfg(feature = "kube")]
+    Kube(crate::kube_driver::KubeCluster),
+}
+
+impl Backend {
+    async fn start(at: &Where, workload: Workload, policies: &[NetworkPolicy]) -> Result<Self, String> {
+        match at {
+            Where::Embedded(probe) => Cluster::start(workload, policies, *probe)
+                .await
+                .map(Backend::Embedded)
+                .map_err(|e| e.to_string()),
+            #[cfg(feature = "kube")]
+            Where::Kube(client, options) => {
+                crate::kube_driver::KubeCluster::start(client.clone(), workload, policies, options.clone())
+                    .await
+                    .map(Backend::Kube)
+                    .map_err(|e| e.to_string())
+            }
+        }
+    }
+
+    /// The workload as deployed (a real cluster's pods have the IPs it gave them).
+    fn workload(&self) -> &Workload {
+        match self {
+            Backend::Embedded(c) => c.workload(),
+            #[cfg(feature = "kube")]
+            Backend::Kube(c) => c.workload(),
+        }
+    }
+
+    /// Refreshes the agent's view of the policies from the cluster (a real cluster's API server
+    /// is the authority; the embedded cluster's store is).
+    async fn refresh(&self, _store: &mut Store) -> Result<(), String> {
+        match self {
+            Backend::Embedded(_) => Ok(()),
+            #[cfg(feature = "kube")]
+            Backend::Kube(c) => {
+                *_store = Store::new(&c.policies().await.map_err(|e| e.to_string())?);
+                Ok(())
+            }
+        }
+    }
+
+    /// Puts the policies in force. `Ok(Err(text))`: the API server refused (kubectl's words).
+    async fn apply(&mut self, policies: &[NetworkPolicy]) -> Result<Result<(), String>, String> {
+        match self {
+            Backend::Embedded(c) => c.apply(policies).await.map(|_| Ok(())).map_err(|e| e.to_string()),
+            #[cfg(feature = "kube")]
+            Backend::Kube(c) => Ok(c.sync(policies).await),
+        }
+    }
+
+    async fn probe(&self, targets: &[Target]) -> Result<Matrix, String> {
+        match self {
+            Backend::Embedded(c) => c.probe(targets).await.map_err(|e| e.to_string()),
+            #[cfg(feature = "kube")]
+            Backend::Kube(c) => c.probe(targets).await.map_err(|e| e.to_string()),
+        }
+    }
+
+    async fn teardown(&mut self) {
+        match self {
+            Backend::Embedded(c) => c.teardown(),
+            #[cfg(feature = "kube")]
+            Backend::Kube(c) => c.teardown().await,
+        }
+    }
+}
+
+/// Builds one cluster per episode: embedded (the default) or, with feature `kube`, namespaces
+/// of a real cluster. Creating the embedded factory sweeps the namespaces left by netdojo runs
+/// that were killed.
 #[derive(Debug)]
 pub struct K8sFactory {
-    probe: ProbeOptions,
+    at: Where,
     swept: netns::Swept,
 }
 
@@ -41,7 +145,18 @@ impl K8sFactory {
         }
         let swept =
             netns::sweep().map_err(|e| EnvError::Setup { env: ENV.into(), message: e.to_string() })?;
-        Ok(Self { probe, swept })
+        Ok(Self { at: Where::Embedded(probe), swept })
+    }
+
+    /// Episodes on the real cluster that `options.kubeconfig` (or KUBECONFIG) names; fails
+    /// with a clear error when no cluster answers. Call it on the tokio runtime that runs the
+    /// episodes: a kube client belongs to the runtime it was made on.
+    #[cfg(feature = "kube")]
+    pub async fn kube(options: crate::kube_driver::KubeOptions) -> Result<Self, EnvError> {
+        let client = crate::kube_driver::connect(&options)
+            .await
+            .map_err(|e| EnvError::Setup { env: ENV.into(), message: e.to_string() })?;
+        Ok(Self { at: Where::Kube(client, options), swept: netns::Swept::default() })
     }
 
     /// What the start-up sweep removed.
@@ -57,17 +172,29 @@ impl EnvironmentFactory for K8sFactory {
     }
 
     fn config(&self) -> Value {
-        json!({"workload": "online-boutique", "probe": {"timeout_ms": self.probe.timeout.as_millis() as u64}})
+        match &self.at {
+            Where::Embedded(probe) => {
+                json!({"workload": "online-boutique", "probe": {"timeout_ms": probe.timeout.as_millis() as u64}})
+            }
+            #[cfg(feature = "kube")]
+            Where::Kube(_, o) => json!({
+                "workload": "online-boutique",
+                "cluster": "kube",
+                "server_image": o.server_image,
+                "debug_image": o.debug_image,
+                "probe": {"timeout_ms": o.probe_timeout.as_millis() as u64},
+            }),
+        }
     }
 
     async fn create(&self, _task: &Task) -> Result<Box<dyn Environment>, EnvError> {
-        Ok(Box::new(K8sEnv { probe: self.probe, state: None, task_id: String::new() }))
+        Ok(Box::new(K8sEnv { at: self.at.clone(), state: None, task_id: String::new() }))
     }
 }
 
 #[derive(Debug)]
 struct State {
-    cluster: Cluster,
+    cluster: Backend,
     store: Store,
     workload: Workload,
     targets: Vec<Target>,
@@ -80,7 +207,7 @@ struct State {
 /// One episode's cluster.
 #[derive(Debug)]
 pub struct K8sEnv {
-    probe: ProbeOptions,
+    at: Where,
     state: Option<State>,
     task_id: String,
 }
@@ -163,6 +290,9 @@ impl Environment for K8sEnv {
         let faults = injections(task).map_err(|e| self.task_err(e.to_string()))?;
         let workload = boutique::workload().map_err(|e| self.task_err(e.to_string()))?;
         let original = boutique::policies().map_err(|e| self.task_err(e.to_string()))?;
+        if let Some(mut old) = self.state.take() {
+            old.cluster.teardown().await;
+        }
         let mut store = Store::new(&original);
         for (name, yaml) in &faults {
             let mut docs =
@@ -178,14 +308,26 @@ impl Environment for K8sEnv {
             store.put(p);
         }
         let targets = engine::targets(&workload);
-        let expected = engine::truth_table(&original, &workload, &targets);
-        let cluster = Cluster::start(workload.clone(), &store.policies(), self.probe)
+        let mut cluster = Backend::start(&self.at, workload, &store.policies())
             .await
-            .map_err(|e| EnvError::Setup { env: ENV.into(), message: e.to_string() })?;
-        let current = cluster.probe(&targets).await.map_err(runtime)?;
-        if current.mismatches(&expected).is_empty() {
-            return Err(self.task_err("the faults changed no connection".into()));
-        }
+            .map_err(|message| EnvError::Setup { env: ENV.into(), message })?;
+        // A real cluster gives the pods their IPs: the truth table uses them (ipBlocks).
+        let workload = cluster.workload().clone();
+        let expected = engine::truth_table(&original, &workload, &targets);
+        let current = match cluster.probe(&targets).await {
+            Ok(m) if m.mismatches(&expected).is_empty() => {
+                Err(self.task_err("the faults changed no connection".into()))
+            }
+            Ok(m) => Ok(m),
+            Err(e) => Err(runtime(e)),
+        };
+        let current = match current {
+            Ok(m) => m,
+            Err(e) => {
+                cluster.teardown().await;
+                return Err(e);
+            }
+        };
         let report = current.mismatch_report(&expected);
         self.state = Some(State { cluster, store, workload, targets, expected, current, previous: None });
         Ok(brief(&report))
@@ -197,9 +339,16 @@ impl Environment for K8sEnv {
             KUBECTL_TOOL => {
                 let line = call.arguments.get("command").and_then(Value::as_str).unwrap_or_default();
                 let manifest = call.arguments.get("manifest").and_then(Value::as_str);
-                let answer = s.store.run(line, manifest, &s.workload);
+                s.cluster.refresh(&mut s.store).await.map_err(runtime)?;
+                let mut answer = s.store.run(line, manifest, &s.workload);
                 if answer.changed {
-                    s.cluster.apply(&s.store.policies()).await.map_err(runtime)?;
+                    if let Err(refused) = s.cluster.apply(&s.store.policies()).await.map_err(runtime)? {
+                        // The API server refused (part of) the change: say so as kubectl does,
+                        // and show the policies it kept from now on.
+                        answer.ok = false;
+                        answer.text = refused;
+                        s.cluster.refresh(&mut s.store).await.map_err(runtime)?;
+                    }
                     let probed = s.cluster.probe(&s.targets).await.map_err(runtime)?;
                     s.previous = Some(std::mem::replace(&mut s.current, probed));
                 }
@@ -261,6 +410,7 @@ impl Environment for K8sEnv {
 
     async fn evaluate(&mut self, _task: &Task, _answer: Option<&Value>) -> Result<Outcome, EnvError> {
         let s = self.state()?;
+        s.cluster.refresh(&mut s.store).await.map_err(runtime)?;
         let probed = s.cluster.probe(&s.targets).await.map_err(runtime)?;
         let mismatches = probed.mismatches(&s.expected);
         let report = probed.mismatch_report(&s.expected);
@@ -273,7 +423,7 @@ impl Environment for K8sEnv {
 
     async fn close(&mut self) -> Result<(), EnvError> {
         if let Some(mut s) = self.state.take() {
-            s.cluster.teardown();
+            s.cluster.teardown().await;
         }
         Ok(())
     }
@@ -287,7 +437,8 @@ mod tests {
     fn the_brief_and_the_tools_read_as_the_agent_sees_them() {
         let report = "Mismatch Summary:\nfrontend → adservice:9555 (Expected: True, Actual: False)\n";
         insta::assert_snapshot!(brief(report));
-        let env = K8sEnv { probe: ProbeOptions::default(), state: None, task_id: String::new() };
+        let env =
+            K8sEnv { at: Where::Embedded(ProbeOptions::default()), state: None, task_id: String::new() };
         insta::assert_json_snapshot!(env.tools());
     }
 }

@@ -8,6 +8,7 @@
 //! - [`compile`]: policies compiled to per-pod nftables rules, as a CNI plugin enforces them.
 //! - [`cluster`]: the embedded cluster: pods as namespaces on a bridge, real TCP/UDP listeners,
 //!   atomic rule updates, and a prober that makes real connections from inside each pod.
+//! - `kube_driver` (feature `kube`): the same environment on a real cluster from KUBECONFIG.
 
 pub mod boutique;
 pub mod cluster;
@@ -15,6 +16,8 @@ pub mod compile;
 pub mod engine;
 pub mod env;
 pub mod faults;
+#[cfg(feature = "kube")]
+pub mod kube_driver;
 pub mod kubectl;
 pub mod model;
 pub mod policy;
