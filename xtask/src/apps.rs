@@ -8,10 +8,12 @@ use anyhow::{Context, Result, bail};
 use netdojo::config::CommandScore;
 use netdojo::dcgraph::{DcGraphFactory, GraphSource, QueryGenerator};
 use netdojo::linux::routing::{RoutingFactory, RoutingGenerator};
-use netdojo::llm::{ChatModel, LlmAgentFactory, RetryPolicy, Sampling, Settings, Strategy, ToolMode};
+use netdojo::llm::{
+    ChatModel, CommandReference, LlmAgentFactory, Lookup, RetryPolicy, Sampling, Settings, Strategy, ToolMode,
+};
 use netdojo::netconf::{NetconfFactory, NetconfGenerator, ReasoningScore};
 use netdojo::ollama::{OllamaChat, OllamaConfig};
-use netdojo::openai::{OpenAiChat, OpenAiConfig};
+use netdojo::openai::{OpenAiChat, OpenAiConfig, ToolChoice};
 use netdojo::scripted::{NoopFactory, OracleFactory, RandomFactory};
 use netdojo::{AgentFactory, EnvironmentFactory, Scorer, TaskGenerator};
 use serde::{Deserialize, Serialize};
@@ -250,6 +252,27 @@ pub struct LlmArgs {
     /// ollama: ask for whole replies instead of a stream.
     #[arg(long)]
     pub no_stream: bool,
+    /// openai: the header the API key goes in: `authorization` (a bearer token, the default)
+    /// or a header name such as `api-key` (Azure OpenAI's classic deployment endpoints).
+    #[arg(long)]
+    pub api_key_header: Option<String>,
+    /// openai: the `api-version` query parameter (Azure OpenAI's classic endpoints, e.g.
+    /// 2024-10-21).
+    #[arg(long)]
+    pub api_version: Option<String>,
+    /// openai, native tool mode: `tool_choice`: auto (default), required or none.
+    #[arg(long, default_value = "auto")]
+    pub tool_choice: String,
+    /// Offer the `lookup-command` tool: the agent answers it from the command reference of the
+    /// devices' dialect (FRR, Linux), not the network.
+    #[arg(long)]
+    pub lookup_command: bool,
+    /// The command reference `--lookup-command` reads (default: testdata/commands).
+    #[arg(long)]
+    pub command_reference: Option<PathBuf>,
+    /// Lookups answered per episode (`--lookup-command`).
+    #[arg(long, default_value_t = 5)]
+    pub max_lookups: usize,
 }
 
 /// The seed of the few-shot examples' tasks: derived from the run's seed, and never equal to
@@ -268,7 +291,13 @@ pub fn llm_agent(name: &str, seed: u64, args: &LlmArgs, app: &App) -> Result<Arc
         tools: args.tool_mode.parse::<ToolMode>().map_err(anyhow::Error::msg).context("--tool-mode")?,
         shots: args.shots,
         retry: RetryPolicy { max_retries: args.max_retries, ..RetryPolicy::default() },
+        lookup: args.lookup_command.then(|| Lookup { max_lookups: args.max_lookups, ..Lookup::default() }),
         ..Settings::default()
+    };
+    let api_key_header = match args.api_key_header.as_deref() {
+        None => None,
+        Some(h) if h.eq_ignore_ascii_case("authorization") => None,
+        Some(h) => Some(h.to_string()),
     };
     let sampling = Sampling { temperature: args.temperature, seed: Some(seed), max_tokens: args.max_tokens };
     let chat: Arc<dyn ChatModel> = if name == "openai" {
@@ -278,6 +307,13 @@ pub fn llm_agent(name: &str, seed: u64, args: &LlmArgs, app: &App) -> Result<Arc
             .or_else(|| std::env::var_os("OPENAI_API_KEY").is_some().then(|| "OPENAI_API_KEY".to_string()));
         let config = OpenAiConfig {
             api_key_env,
+            api_key_header,
+            api_version: args.api_version.clone(),
+            // Empty in the saved arguments of runs made before the option existed.
+            tool_choice: match args.tool_choice.as_str() {
+                "" => ToolChoice::Auto,
+                choice => choice.parse::<ToolChoice>().map_err(anyhow::Error::msg).context("--tool-choice")?,
+            },
             sampling,
             ..OpenAiConfig::new(args.base_url.as_deref().unwrap_or("https://api.openai.com/v1"), model)
         };
@@ -294,7 +330,17 @@ pub fn llm_agent(name: &str, seed: u64, args: &LlmArgs, app: &App) -> Result<Arc
         };
         Arc::new(OllamaChat::new(config)?)
     };
-    let factory = LlmAgentFactory::new(chat, settings.clone());
+    let mut factory = LlmAgentFactory::new(chat, settings.clone());
+    if args.lookup_command {
+        let dir = args
+            .command_reference
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../testdata/commands")));
+        let reference = CommandReference::load(&dir).context("--lookup-command")?;
+        factory = factory.with_reference(Arc::new(reference));
+    } else if args.command_reference.is_some() {
+        bail!("--command-reference is read only with --lookup-command");
+    }
     if settings.strategy != Strategy::FewShot {
         return Ok(Arc::new(factory));
     }

@@ -9,6 +9,7 @@
 mod agent;
 mod chat;
 pub mod http;
+pub mod lookup;
 mod prompt;
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -19,5 +20,6 @@ pub use chat::{
     BadArguments, ChatError, ChatModel, Exchange, Message, Reply, ReplyCall, RetryPolicy, Role, Sampling,
     Secret,
 };
-pub use prompt::{Strategy, ToolMode, examples_for, render_examples, system_prompt};
+pub use lookup::{CommandReference, LOOKUP_TOOL, Lookup};
+pub use prompt::{LookupHint, Strategy, ToolMode, examples_for, render_examples, system_prompt};
 pub use text::parse_reply;

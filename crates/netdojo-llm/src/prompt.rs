@@ -15,6 +15,7 @@ const REACT: &str = include_str!("../prompts/strategy/react.md");
 const NATIVE: &str = include_str!("../prompts/protocol/native.md");
 const TEXT: &str = include_str!("../prompts/protocol/text.md");
 const EXAMPLE: &str = include_str!("../prompts/example.md");
+const LOOKUP: &str = include_str!("../prompts/lookup.md");
 pub(crate) const RESULTS: &str = include_str!("../prompts/results.md");
 
 /// How the agent is prompted and how it turns (seed 001 §3.1 item 3, seed 003 §4).
@@ -123,13 +124,23 @@ fn render(template: &str, values: &[(&str, &str)]) -> String {
     out
 }
 
-/// The system prompt of an episode.
+/// What the prompt says about the `lookup-command` tool when the agent offers it.
+#[derive(Debug, Clone, Copy)]
+pub struct LookupHint<'a> {
+    pub dialects: &'a [String],
+    pub default: &'a str,
+    pub max_lookups: usize,
+}
+
+/// The system prompt of an episode. `tools` are those the model is offered (`lookup-command`
+/// included when `lookup` is given).
 pub fn system_prompt(
     strategy: Strategy,
     mode: ToolMode,
     tools: &[ToolSpec],
     max_steps: usize,
     examples: &str,
+    lookup: Option<LookupHint<'_>>,
 ) -> String {
     let strategy_text = match strategy {
         Strategy::SingleTurn => render(SINGLE_TURN, &[]),
@@ -152,10 +163,39 @@ pub fn system_prompt(
             render(TEXT, &[("calls_rule", rule), ("tools", &tool_list(tools))])
         }
     };
+    let protocol = match lookup {
+        None => protocol,
+        Some(hint) => format!("{protocol}\n\n{}", lookup_text(strategy, hint)),
+    };
     render(
         SYSTEM,
         &[("strategy", &strategy_text), ("protocol", &protocol), ("max_steps", &max_steps.to_string())],
     ) + "\n"
+}
+
+fn lookup_text(strategy: Strategy, hint: LookupHint<'_>) -> String {
+    let rule = match strategy {
+        Strategy::SingleTurn => {
+            "Make your lookups alone in a reply, before your batch: their answers come back to you, then you give the whole batch."
+        }
+        Strategy::React => "A lookup is an Action like any other: one per reply.",
+        Strategy::Cot | Strategy::FewShot => "Its answer comes back with the results of your other calls.",
+    };
+    let example = match hint.default {
+        "linux" => "ip route add",
+        _ => "ip route",
+    };
+    let dialects = hint.dialects.iter().map(|d| format!("`{d}`")).collect::<Vec<_>>().join(", ");
+    render(
+        LOOKUP,
+        &[
+            ("example", example),
+            ("dialects", &dialects),
+            ("default", hint.default),
+            ("max_lookups", &hint.max_lookups.to_string()),
+            ("rule", rule),
+        ],
+    )
 }
 
 /// The tools as the text protocol shows them: one line of name and description, one of schema.
@@ -215,9 +255,15 @@ mod tests {
         let tools = [ToolSpec::finish(None)];
         for strategy in Strategy::ALL {
             for mode in [ToolMode::Native, ToolMode::Text] {
-                let p = system_prompt(strategy, mode, &tools, 7, "Example 1");
+                let p = system_prompt(strategy, mode, &tools, 7, "Example 1", None);
                 assert!(!p.contains("{{"), "{strategy} {mode}: {p}");
                 assert!(p.contains("at most 7 tool calls"), "{p}");
+                assert!(!p.contains("lookup-command"), "{p}");
+                let dialects = ["frr".to_string(), "linux".to_string()];
+                let hint = LookupHint { dialects: &dialects, default: "frr", max_lookups: 4 };
+                let p = system_prompt(strategy, mode, &tools, 7, "Example 1", Some(hint));
+                assert!(!p.contains("{{"), "{strategy} {mode}: {p}");
+                assert!(p.contains("at most 4 lookups") && p.contains("default `frr`"), "{p}");
             }
         }
         assert!(!render_results("x").contains("{{"));

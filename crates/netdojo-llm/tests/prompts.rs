@@ -9,7 +9,8 @@ use std::sync::Arc;
 use netdojo_core::{Environment, Task, TaskGenerator, ToolSpec};
 use netdojo_dcgraph::{DcGraphEnv, FabricParams, GraphSource, QueryGenerator, answer_schema_for, brief};
 use netdojo_linux::routing::RoutingGenerator;
-use netdojo_llm::{Strategy, ToolMode, examples_for, render_examples, system_prompt};
+use netdojo_llm::lookup::{default_dialect, lookup_tool};
+use netdojo_llm::{LookupHint, Strategy, ToolMode, examples_for, render_examples, system_prompt};
 use netdojo_netconf::NetconfGenerator;
 use serde_json::Value;
 
@@ -93,12 +94,45 @@ fn the_prompts_of_each_environment_and_strategy() {
                 } else {
                     String::new()
                 };
-                let system = system_prompt(strategy, mode, &case.tools, 10, &examples);
+                let system = system_prompt(strategy, mode, &case.tools, 10, &examples, None);
                 assert!(!system.contains("{{"), "{} {strategy} {mode}: a placeholder is left", case.env);
                 let name = format!("{}-{strategy}-{mode}", case.env);
                 insta::assert_snapshot!(name, format!("=== system\n{system}\n=== user\n{}\n", case.brief));
             }
         }
+    }
+}
+
+/// With `lookup-command` on: the tool is offered beside the environment's (before `finish`)
+/// and the prompt says how to use it, for each strategy; netconf's routers default to `frr`,
+/// routing's hosts to `linux` (text mode shows the tool in the list).
+#[test]
+fn the_prompts_with_lookup_command() {
+    let dialects = vec!["frr".to_string(), "linux".to_string()];
+    for case in [netconf(), routing()] {
+        let default = default_dialect(&case.task.application, &case.tools, &dialects).expect("a dialect");
+        assert_eq!(default, if case.env == "netconf" { "frr" } else { "linux" });
+        let mut tools = case.tools.clone();
+        tools.insert(tools.len() - 1, lookup_tool(&dialects, &default));
+        let hint = LookupHint { dialects: &dialects, default: &default, max_lookups: 5 };
+        let cases: Vec<(Strategy, ToolMode)> = if case.env == "netconf" {
+            Strategy::ALL.iter().map(|s| (*s, ToolMode::Native)).collect()
+        } else {
+            vec![(Strategy::React, ToolMode::Text)]
+        };
+        for (strategy, mode) in cases {
+            let examples = if strategy == Strategy::FewShot {
+                render_examples(&examples_for(&case.task, &case.pool, 3))
+            } else {
+                String::new()
+            };
+            let system = system_prompt(strategy, mode, &tools, 10, &examples, Some(hint));
+            assert!(!system.contains("{{"), "{} {strategy} {mode}: a placeholder is left", case.env);
+            assert!(system.contains("`lookup-command`"), "{system}");
+            let name = format!("{}-{strategy}-{mode}-lookup", case.env);
+            insta::assert_snapshot!(name, format!("=== system\n{system}\n"));
+        }
+        insta::assert_json_snapshot!(format!("{}-lookup-tool", case.env), tools[tools.len() - 2]);
     }
 }
 

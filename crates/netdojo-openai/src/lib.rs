@@ -26,8 +26,22 @@ pub enum ToolChoice {
     Auto,
     /// The model must call some tool (`"required"`; not every server supports it).
     Required,
+    /// The model must not call a tool (`"none"`).
+    None,
     /// The model must call this tool.
     Function(String),
+}
+
+impl std::str::FromStr for ToolChoice {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(ToolChoice::Auto),
+            "required" => Ok(ToolChoice::Required),
+            "none" => Ok(ToolChoice::None),
+            other => Err(format!("unknown tool choice `{other}` (known: auto, required, none)")),
+        }
+    }
 }
 
 /// Where and how to reach the server.
@@ -38,6 +52,15 @@ pub struct OpenAiConfig {
     pub model: String,
     /// The environment variable holding the API key. `None`: no key is sent (local servers).
     pub api_key_env: Option<String>,
+    /// The header the key goes in: `None` for `Authorization: Bearer KEY` (OpenAI, Azure's v1
+    /// endpoint, vLLM...), or a header name sent as `NAME: KEY` (`api-key` for Azure OpenAI's
+    /// classic deployment endpoints).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key_header: Option<String>,
+    /// Sent as the `api-version` query parameter of every request (Azure OpenAI's classic
+    /// endpoints require one, e.g. `2024-10-21`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_version: Option<String>,
     #[serde(flatten)]
     pub sampling: Sampling,
     #[serde(default)]
@@ -52,6 +75,8 @@ impl OpenAiConfig {
             base_url: base_url.into(),
             model: model.into(),
             api_key_env: None,
+            api_key_header: None,
+            api_version: None,
             sampling: Sampling::default(),
             tool_choice: ToolChoice::Auto,
             request_timeout_s: 300,
@@ -98,7 +123,25 @@ impl OpenAiChat {
                 config.base_url
             )));
         }
-        let url = format!("{base}/chat/completions");
+        if let Some(name) = &config.api_key_header
+            && reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err()
+        {
+            return Err(config_error(format!("--api-key-header {name}: not a valid HTTP header name")));
+        }
+        if let Some(version) = &config.api_version
+            && (version.is_empty()
+                || !version.chars().all(|c| c.is_ascii_alphanumeric() || "-._".contains(c)))
+        {
+            return Err(config_error(format!(
+                "--api-version {version}: expected a version such as 2024-10-21 or 2025-01-01-preview"
+            )));
+        }
+        if let (Some(key), Some(_)) = (&key, &config.api_key_header)
+            && reqwest::header::HeaderValue::from_str(key.expose()).is_err()
+        {
+            return Err(config_error("the API key holds characters an HTTP header cannot carry".into()));
+        }
+        let url = with_version(&format!("{base}/chat/completions"), &config);
         let client = netdojo_llm::http::client(Duration::from_secs(config.request_timeout_s))
             .map_err(|e| config_error(format!("building the HTTP client: {e}")))?;
         Ok(Self { config, url, key, client })
@@ -114,11 +157,8 @@ impl OpenAiChat {
     /// does not list its models (404) passes; one that cannot be reached does not.
     pub async fn check_model(&self) -> Result<Vec<String>, AgentError> {
         let base = self.config.base_url.trim_end_matches('/');
-        let url = format!("{base}/models");
-        let mut request = self.client.get(&url);
-        if let Some(key) = &self.key {
-            request = request.bearer_auth(key.expose());
-        }
+        let url = with_version(&format!("{base}/models"), &self.config);
+        let request = self.authorize(self.client.get(&url));
         let unreachable =
             |e: ChatError| AgentError::Unreachable { agent: AGENT.into(), message: e.to_string() };
         let response = request.send().await.map_err(|e| unreachable(http::transport(&url, &e)))?;
@@ -157,11 +197,34 @@ impl OpenAiChat {
         Ok(served)
     }
 
+    /// Adds the key (in the configured header) and the `api-version` parameter.
+    fn authorize(&self, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        match (&self.key, &self.config.api_key_header) {
+            (None, _) => request,
+            (Some(key), None) => request.bearer_auth(key.expose()),
+            (Some(key), Some(header)) => {
+                let mut value = reqwest::header::HeaderValue::from_str(key.expose())
+                    .unwrap_or_else(|_| reqwest::header::HeaderValue::from_static(""));
+                // Kept out of reqwest's and hyper's debug output, as `bearer_auth` does.
+                value.set_sensitive(true);
+                request.header(header.as_str(), value)
+            }
+        }
+    }
+
     fn redact(&self, text: &str) -> String {
         match &self.key {
             Some(key) => key.redact(text),
             None => text.to_string(),
         }
+    }
+}
+
+/// `url` with the `api-version` parameter when one is configured (checked to need no escaping).
+fn with_version(url: &str, config: &OpenAiConfig) -> String {
+    match &config.api_version {
+        Some(v) => format!("{url}?api-version={v}"),
+        None => url.to_string(),
     }
 }
 
@@ -260,6 +323,7 @@ impl ChatModel for OpenAiChat {
             body["tool_choice"] = match &self.config.tool_choice {
                 ToolChoice::Auto => json!("auto"),
                 ToolChoice::Required => json!("required"),
+                ToolChoice::None => json!("none"),
                 ToolChoice::Function(name) => json!({"type": "function", "function": {"name": name}}),
             };
         }
@@ -277,10 +341,7 @@ impl ChatModel for OpenAiChat {
     }
 
     async fn send(&self, body: &Value) -> Result<Exchange, ChatError> {
-        let mut request = self.client.post(&self.url).header("content-type", "application/json");
-        if let Some(key) = &self.key {
-            request = request.bearer_auth(key.expose());
-        }
+        let request = self.authorize(self.client.post(&self.url).header("content-type", "application/json"));
         let response =
             request.body(body.to_string()).send().await.map_err(|e| http::transport(&self.url, &e))?;
         let status = response.status();

@@ -290,3 +290,134 @@ async fn errors_that_retrying_cannot_fix_are_not_retried() {
     assert!(e.contains("HTTP 401: invalid api key"), "{e}");
     assert_eq!(stub.requests().len(), 1);
 }
+
+/// Azure OpenAI's classic deployment endpoints: the key in an `api-key` header (not a bearer
+/// token) and an `api-version` query parameter on every request, the key in no record.
+#[tokio::test]
+async fn azure_classic_endpoints_get_the_api_key_header_and_the_api_version() {
+    const KEY: &str = "azure-canary-5d1e9b";
+    let models = StubReply::json(404, &json!({"error": {"code": "404", "message": "Resource not found"}}));
+    let stub = StubServer::start(vec![models, StubReply::json(200, &completion("{\"calls\": []}"))])
+        .await
+        .expect("stub");
+    let cfg = OpenAiConfig {
+        api_key_env: Some("AZURE_OPENAI_API_KEY".into()),
+        api_key_header: Some("api-key".into()),
+        api_version: Some("2024-10-21".into()),
+        ..config(&format!("{}/openai/deployments/gpt-4o-mini", stub.url))
+    };
+    let chat = OpenAiChat::with_key(cfg.clone(), Some(Secret::new(KEY))).expect("client");
+    assert_eq!(chat.check_model().await.expect("a 404 on /models passes"), Vec::<String>::new());
+    let settings = Settings { strategy: Strategy::Cot, tools: ToolMode::Text, ..Settings::default() };
+    let mut a = LlmAgentFactory::new(Arc::new(chat), settings).create(&task()).expect("agent");
+    start(&mut a, BRIEF).await;
+    let turn = a.step(&[]).await.expect("a turn");
+    let requests = stub.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[0].path, "/openai/deployments/gpt-4o-mini/models?api-version=2024-10-21");
+    assert_eq!(requests[1].path, "/openai/deployments/gpt-4o-mini/chat/completions?api-version=2024-10-21");
+    for r in &requests {
+        assert!(r.headers.contains(&("api-key".into(), KEY.into())), "{:?}", r.headers);
+        assert!(!r.headers.iter().any(|(k, _)| k == "authorization"), "{:?}", r.headers);
+    }
+    let recorded = serde_json::to_string(&turn.transcript).expect("json");
+    assert!(!recorded.contains(KEY), "{recorded}");
+    let config = serde_json::to_string(&cfg).expect("json");
+    assert!(config.contains("\"api_key_header\":\"api-key\"") && !config.contains(KEY), "{config}");
+
+    for (bad, field) in [
+        (OpenAiConfig { api_key_header: Some("api key".into()), ..cfg.clone() }, "--api-key-header"),
+        (OpenAiConfig { api_version: Some("2024&x=1".into()), ..cfg.clone() }, "--api-version"),
+    ] {
+        let e = OpenAiChat::with_key(bad, Some(Secret::new(KEY))).expect_err("refused").to_string();
+        assert!(e.contains(field) && !e.contains(KEY), "{e}");
+    }
+}
+
+/// `lookup-command` against the real server: forced, the model calls it; the agent answers it
+/// from the shipped reference and sends the answer back in the next request, which the server
+/// takes; nothing of it reaches the environment.
+#[tokio::test]
+async fn a_forced_lookup_is_answered_by_the_agent_in_the_next_request() {
+    let Some(url) = server("forced lookup-command") else { return };
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/commands");
+    let reference = netdojo_llm::CommandReference::load(&dir).expect("the shipped command reference");
+    let cfg = OpenAiConfig {
+        tool_choice: ToolChoice::Function(netdojo_llm::LOOKUP_TOOL.into()),
+        sampling: Sampling { max_tokens: Some(96), ..config(&url).sampling },
+        ..config(&url)
+    };
+    let chat = OpenAiChat::with_key(cfg, None).expect("client");
+    // One lookup: the forced second request's lookup is then refused and ends the turn.
+    let settings = Settings {
+        strategy: Strategy::React,
+        retry: fast_retries(1),
+        lookup: Some(netdojo_llm::Lookup { max_lookups: 1, ..Default::default() }),
+        ..Settings::default()
+    };
+    let mut a = LlmAgentFactory::new(Arc::new(chat), settings)
+        .with_reference(Arc::new(reference))
+        .create(&task())
+        .expect("agent");
+    start(&mut a, "h1 cannot reach h3. Look up how to add a route with lookup-command first.").await;
+    let turn = a.step(&[]).await.expect("a turn");
+    let tools: Vec<&str> = turn.transcript[0]["request"]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t.pointer("/function/name").and_then(Value::as_str))
+        .collect();
+    assert_eq!(tools, ["exec", "lookup-command", "finish"]);
+    let system = turn.transcript[0]["request"]["messages"][0]["content"].as_str().expect("system");
+    assert!(system.contains("`lookup-command`") && system.contains("default `linux`"), "{system}");
+    let lookup = turn.transcript.iter().find_map(|e| e.get("lookup")).unwrap_or_else(|| {
+        panic!("the model's lookup was answered (arguments cut by max_tokens?): {:?}", turn.transcript)
+    });
+    let answer = lookup["answer"].as_str().expect("answer");
+    assert!(answer.contains("command reference"), "{answer}");
+    // The next request carries the answer as the tool message of that call, and the server took it.
+    let next =
+        turn.transcript.iter().filter(|e| e.get("request").is_some()).nth(1).expect("a second request");
+    let sent = next["request"]["messages"].as_array().expect("messages");
+    assert_eq!(
+        sent.last().map(|m| (&m["role"], &m["tool_call_id"], &m["content"])),
+        Some((&json!("tool"), &lookup["call_id"], &json!(answer)))
+    );
+    assert_eq!(turn.transcript.iter().filter(|e| e.get("response").is_some()).count(), 2);
+    // The forced second lookup is over the limit: it goes on as a malformed call (an invalid step).
+    assert_eq!(turn.calls.len(), 1, "{:?}", turn.calls);
+    assert_eq!(turn.calls[0].name, "lookup-command");
+    assert!(
+        turn.calls[0]
+            .malformed
+            .as_deref()
+            .is_some_and(|m| m.contains("no lookups left") || m.contains("not valid JSON")),
+        "{:?}",
+        turn.calls[0]
+    );
+}
+
+/// `--tool-choice none` reaches the real server as the API spells it, and the server answers
+/// in text, without a call. (`required` is not tested here: llama-cpp-python 0.3.36 answers it
+/// with an empty HTTP 500; OpenAI and vLLM take it.)
+#[tokio::test]
+async fn tool_choice_none_reaches_the_server() {
+    let Some(url) = server("tool choice") else { return };
+    for (choice, wire) in [(ToolChoice::None, "none")] {
+        let cfg = OpenAiConfig { tool_choice: choice.clone(), ..config(&url) };
+        let mut a = agent(cfg, None, Strategy::React, ToolMode::Native);
+        start(&mut a, BRIEF).await;
+        let turn = a.step(&[]).await.unwrap_or_else(|e| panic!("tool_choice {wire}: {e}"));
+        assert_eq!(turn.transcript[0]["request"]["tool_choice"], wire);
+        let response = &turn.transcript.last().expect("response")["response"];
+        if choice == ToolChoice::None {
+            assert!(turn.calls.is_empty(), "tool_choice none: {:?}", turn.calls);
+            assert!(
+                response.pointer("/choices/0/message/tool_calls").is_none_or(Value::is_null),
+                "{response}"
+            );
+        }
+    }
+    assert_eq!("required".parse::<ToolChoice>(), Ok(ToolChoice::Required));
+    assert!("any".parse::<ToolChoice>().is_err_and(|e| e.contains("auto, required, none")));
+}

@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+"""Regenerates the command reference of the `lookup-command` tool (see README.md here).
+
+    python3 testdata/commands/generate.py            # writes testdata/commands/{frr,linux}/
+
+FRR: the command lists FRR's own vtysh prints (`list`) in each configuration node that matters to
+netdojo's routers (zebra, staticd, ospfd, bgpd, ripd), read in vtysh's dry-run mode (`-C -f`):
+no daemon is contacted and nothing is configured. It still runs under `unshare --net` (a private,
+empty network namespace that disappears with the process) so nothing it does can reach a network.
+
+Linux: the man pages of the tools the environments let an agent run, rendered by `man` at a fixed
+width and split into one entry per section, subsection and option.
+
+Every entry is written as `## TITLE` followed by its body; netdojo-llm's reader splits on those
+lines. The output depends only on the installed FRR and man pages, so two runs on the same
+machine give the same bytes.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+# vtysh configuration nodes: (file name, title, the commands that enter the node).
+FRR_NODES = [
+    ("exec", "exec mode (show, clear, write)", ["exit"]),
+    ("config", "configure terminal", []),
+    ("interface", "interface IFNAME", ["interface eth0"]),
+    ("router-ospf", "router ospf", ["router ospf"]),
+    ("router-bgp", "router bgp ASN", ["router bgp 65000"]),
+    ("router-bgp-ipv4-unicast", "router bgp ASN / address-family ipv4 unicast",
+     ["router bgp 65000", "address-family ipv4 unicast"]),
+    ("router-rip", "router rip", ["router rip"]),
+    ("route-map", "route-map NAME permit|deny SEQ", ["route-map RM permit 10"]),
+]
+
+# Commands of daemons netdojo's routers do not run, and debugging knobs: left out to keep the
+# reference small and on topic.
+FRR_SKIP = re.compile(
+    r"\b(pim|pimv6|mld|igmp|msdp|mroute|multicast|vnc|eigrp|isis|openfabric|babel|ldp|mpls|nhrp|"
+    r"pbr|pbr-map|vrrp|bfd|rpki|sr-te|pathd|pcep|segment-routing|srv6|evpn|l2vpn|ospf6|ripng|"
+    r"fabricd|vni|vxlan|dplane|fpm|mtrace|ssmpingd|ted|flowspec|debug|memstats|northbound|"
+    r"hashtable|thread|work-queues|yang|lsp-gen|mlag|sharp|nexthop-group|pseudowires|"
+    r"label|labeled-unicast|vpn|rfapi|mac|pw|watchfrr|zebra\s+(router|fpm))\b"
+)
+
+# The Linux tools the environments allow (netdojo-linux's exec allow-list, and the `linux`
+# dialect of the netconf environment: nft, tc), by man page.
+LINUX_PAGES = [
+    "ip", "ip-address", "ip-route", "ip-rule", "ip-link", "ip-neighbour", "bridge", "sysctl",
+    "arp", "tc", "nft", "iptables",
+]
+# Sections that say nothing about how to write a command.
+MAN_SKIP = {"AUTHOR", "AUTHORS", "SEE ALSO", "BUGS", "COLOPHON", "HISTORY", "REPORTING BUGS",
+            "COPYRIGHT", "EXIT STATUS", "ENVIRONMENT", "FILES", "NOTES", "HOMEPAGE", "VERSION"}
+# Longest entry kept (characters): a long option description is cut, not dropped.
+MAX_ENTRY = 1200
+
+
+def skipped(cmd: str) -> bool:
+    """A command of a left-out family: judged on its leading words only, since an option deep
+    in a useful command (`ip route ... label WORD`) names other families too."""
+    words = re.sub(r"^(\[no\]|no)\s+", "", cmd).split()
+    return bool(FRR_SKIP.search(" ".join(words[:3])))
+
+
+def run(args, **kw):
+    return subprocess.run(args, check=True, capture_output=True, text=True, **kw).stdout
+
+
+def frr() -> None:
+    out = HERE / "frr"
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    version = run(["vtysh", "--help"]).splitlines()
+    version = next((l for l in version if "version" in l), "").strip()
+    with tempfile.TemporaryDirectory() as tmp:
+        # A pathspace of its own, with an empty vtysh.conf, so /etc/frr is never read.
+        (Path(tmp) / "netdojo-cmdref").mkdir()
+        (Path(tmp) / "netdojo-cmdref" / "vtysh.conf").write_text("")
+        for name, title, enter in FRR_NODES:
+            script = Path(tmp) / f"{name}.txt"
+            script.write_text("".join(f"{c}\n" for c in enter + ["list"]))
+            # In dry-run mode vtysh prints `list` on stderr.
+            done = subprocess.run(["unshare", "--net", "vtysh", "-N", "netdojo-cmdref", "--config_dir",
+                                   tmp, "-C", "-f", str(script)], capture_output=True, text=True)
+            text = done.stdout + done.stderr
+            seen, lines = set(), []
+            for line in text.splitlines():
+                cmd = line.strip()
+                if not cmd or cmd.startswith(("line ", "%")) or skipped(cmd) or cmd in seen:
+                    continue
+                seen.add(cmd)
+                lines.append(cmd)
+            lines.sort()
+            with open(out / f"{name}.txt", "w") as f:
+                f.write(f"# FRRouting vtysh: {title}\n")
+                f.write(f"# `list` of vtysh, {version}, in this node; generated by generate.py\n\n")
+                for cmd in lines:
+                    f.write(f"## {cmd}\nmode: {title}\n\n")
+            print(f"frr/{name}.txt: {len(lines)} commands", file=sys.stderr)
+
+
+def man_text(page: str) -> str:
+    env = dict(os.environ, MANWIDTH="90", MAN_KEEP_FORMATTING="0", LC_ALL="C.UTF-8")
+    text = run(["man", "-P", "cat", page], env=env)
+    # Overstrike bold/underline, in case a groff leaves it.
+    text = re.sub(r".\x08", "", text)
+    # Hyphenation and typographic characters, to ASCII where that changes nothing.
+    return (text.replace("\u2010", "-").replace("\u2012", "-").replace("\u2013", "-")
+            .replace("\u2014", "-").replace("\u2018", "'").replace("\u2019", "'")
+            .replace("\u201c", '"').replace("\u201d", '"').replace("\u00a0", " "))
+
+
+def indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" "))
+
+
+def man_entries(page: str, text: str):
+    """Splits a rendered man page into (title, body) entries: a section (column 0), a
+    subsection (indent 3) or an option (a short line at indent 7 whose body is indented
+    deeper) starts an entry."""
+    lines = text.splitlines()
+    # The first and last lines are the page's header and footer.
+    lines = lines[1:-1]
+    section, sub = "", ""
+    entries, title, body = [], None, []
+
+    def flush():
+        nonlocal title, body
+        if title is not None and section not in MAN_SKIP:
+            text = "\n".join(l.rstrip() for l in body).strip("\n")
+            text = re.sub(r"\n{3,}", "\n\n", text)
+            if len(text) > MAX_ENTRY:
+                text = text[:MAX_ENTRY].rsplit(" ", 1)[0] + " [...]"
+            if text:
+                entries.append((title, dedent(text)))
+        title, body = None, []
+
+    for i, line in enumerate(lines):
+        if not line.strip():
+            body.append("")
+            continue
+        n = indent(line)
+        following = next((l for l in lines[i + 1:] if l.strip()), "")
+        if n == 0:
+            flush()
+            section, sub = line.strip(), ""
+            title = f"{page}(8) {section}"
+        elif n == 3 or (n == 7 and indent(following) >= 11 and section not in ("NAME", "SYNOPSIS")):
+            # A subsection, or a command of the page (`ip route add`) that holds options.
+            flush()
+            sub = line.strip()
+            title = f"{page}(8) {section}: {sub}"
+        elif (n > 7 and len(line.strip()) < 80 and indent(following) >= n + 4
+              and not line.rstrip().endswith((".", ":", ",")) and section not in ("NAME", "SYNOPSIS")):
+            # An option of the subsection or command above.
+            flush()
+            title = f"{page}(8) {sub or section}: {line.strip()}"
+        else:
+            body.append(line)
+    flush()
+    return entries
+
+
+def dedent(text: str) -> str:
+    lines = text.splitlines()
+    common = min((indent(l) for l in lines if l.strip()), default=0)
+    return "\n".join(l[common:] for l in lines)
+
+
+def linux() -> None:
+    out = HERE / "linux"
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    for page in LINUX_PAGES:
+        source = run(["man", "-w", page]).strip()
+        package = run(["dpkg", "-S", os.path.realpath(source)]).split(":")[0]
+        version = run(["dpkg-query", "-W", "-f", "${Version}", package])
+        entries = man_entries(page, man_text(page))
+        with open(out / f"{page}.txt", "w") as f:
+            f.write(f"# man {page}: {source} from Debian {package} {version}; generated by generate.py\n\n")
+            for title, body in entries:
+                f.write(f"## {title}\n{body}\n\n")
+        print(f"linux/{page}.txt: {len(entries)} entries", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    frr()
+    linux()
