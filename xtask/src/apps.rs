@@ -312,7 +312,9 @@ pub fn llm_agent(name: &str, seed: u64, args: &LlmArgs, app: &App) -> Result<Arc
             // Empty in the saved arguments of runs made before the option existed.
             tool_choice: match args.tool_choice.as_str() {
                 "" => ToolChoice::Auto,
-                choice => choice.parse::<ToolChoice>().map_err(anyhow::Error::msg).context("--tool-choice")?,
+                choice => {
+                    choice.parse::<ToolChoice>().map_err(anyhow::Error::msg).context("--tool-choice")?
+                }
             },
             sampling,
             ..OpenAiConfig::new(args.base_url.as_deref().unwrap_or("https://api.openai.com/v1"), model)

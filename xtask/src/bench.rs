@@ -255,9 +255,9 @@ fn linux(args: &BenchArgs) -> Result<()> {
 /// truth, converge, run the testcases, tear down), and the command-score diff on a large
 /// configuration.
 fn netconf(args: &BenchArgs) -> Result<()> {
+    use netdojo::config::config::{Config, Dialect};
+    use netdojo::config::diff::diff;
     use netdojo::core::runner::{Budget, Runner};
-    use netdojo::netconf::config::{Config, Dialect};
-    use netdojo::netconf::diff::diff;
     use netdojo::score::stats::median;
     use netdojo::{TaskGenerator, TaskKind};
 
