@@ -88,7 +88,7 @@ pub fn run(command: McpCommand) -> Result<()> {
 }
 
 fn serve_agent(args: ServeAgentArgs) -> Result<()> {
-    use netdojo::mcp::agent_server::{AgentServer, serve, suite_tasks};
+    use netdojo::mcp::agent_server::{AgentServer, serve_until_ctrl_c, suite_tasks};
     if matches!(args.agent.as_str(), "openai" | "ollama" | "mcp") {
         bail!("--agent {}: only the scripted agents (oracle, noop, random) are served yet", args.agent);
     }
@@ -104,19 +104,7 @@ fn serve_agent(args: ServeAgentArgs) -> Result<()> {
         }
         None => {}
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    runtime.block_on(async {
-        let stop = CancellationToken::new();
-        let on_signal = stop.clone();
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                on_signal.cancel();
-            }
-        });
-        serve(server, args.http, stop).await
-    })?;
-    // stdin is read on a blocking thread that only a new line or EOF ends: do not wait for it.
-    runtime.shutdown_timeout(Duration::from_secs(1));
+    serve_until_ctrl_c(server, args.http)?;
     Ok(())
 }
 

@@ -251,6 +251,25 @@ pub async fn serve(server: AgentServer, http: Option<u16>, stop: CancellationTok
 }
 
 /// The tasks of a suite (a directory, a `.json` or a `.jsonl`), for [`AgentServer::with_tasks`].
+/// [`serve`] on a runtime of its own until the client hangs up (stdio) or Ctrl-C: what the
+/// `serve-agent` commands run.
+pub fn serve_until_ctrl_c(server: AgentServer, http: Option<u16>) -> std::io::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let served = runtime.block_on(async {
+        let stop = CancellationToken::new();
+        let on_signal = stop.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                on_signal.cancel();
+            }
+        });
+        serve(server, http, stop).await
+    });
+    // stdin is read on a blocking thread that only a new line or EOF ends: do not wait for it.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    served
+}
+
 pub fn suite_tasks(path: &std::path::Path) -> Result<Vec<Task>, netdojo_core::TaskError> {
     use netdojo_core::TaskSource;
     netdojo_core::StaticSuite::load(path)?.tasks().collect()

@@ -96,7 +96,7 @@ fn main() -> ExitCode {
 }
 
 fn serve_agent(args: ServeAgentArgs) -> Result<(), Box<dyn std::error::Error>> {
-    use netdojo_mcp::agent_server::{AgentServer, serve, suite_tasks};
+    use netdojo_mcp::agent_server::{AgentServer, serve_until_ctrl_c, suite_tasks};
     use netdojo_scripted::{NoopFactory, OracleFactory, RandomFactory};
     let factory: std::sync::Arc<dyn netdojo_core::AgentFactory> = match args.agent.as_str() {
         "oracle" => std::sync::Arc::new(OracleFactory),
@@ -115,19 +115,7 @@ fn serve_agent(args: ServeAgentArgs) -> Result<(), Box<dyn std::error::Error>> {
         }
         None => {}
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    runtime.block_on(async {
-        let stop = CancellationToken::new();
-        let on_signal = stop.clone();
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                on_signal.cancel();
-            }
-        });
-        serve(server, args.http, stop).await
-    })?;
-    // stdin is read on a blocking thread that only EOF ends: do not wait for it.
-    runtime.shutdown_timeout(Duration::from_secs(1));
+    serve_until_ctrl_c(server, args.http)?;
     Ok(())
 }
 
