@@ -44,6 +44,10 @@ fn build_err(what: impl Into<String>) -> impl FnOnce(rtnetlink::Error) -> Networ
     move |e| NetworkError::Build { what, message: e.to_string() }
 }
 
+/// The loopback's index in every namespace (the kernel registers it first).
+const LOOPBACK_INDEX: u32 = 1;
+/// A bridge node's own device.
+const BRIDGE_INDEX: u32 = 2;
 /// Interface indexes of veths start here, above those of loopbacks and bridges.
 const FIRST_VETH_INDEX: u32 = 100;
 
@@ -179,6 +183,41 @@ impl Network {
     }
 
     async fn configure(&self) -> Result<(), NetworkError> {
+        // Every interface gets an index chosen here, so no namespace's links need listing
+        // afterwards (a dump per namespace, and every message of it parsed, costs more than
+        // the requests themselves).
+        let mut index: HashMap<(&str, &str), u32> = HashMap::new();
+        for (name, node) in self.topology.nodes() {
+            if node.kind == NodeKind::Bridge {
+                index.insert((name, name), BRIDGE_INDEX);
+            }
+        }
+        // Each veth is created from its bridge's side when it has one, already a port of the
+        // bridge and up: two requests fewer per link, each of which would take the kernel's
+        // routing lock that a previous network's teardown is still holding.
+        let mut ends = Vec::new();
+        for (i, link) in self.topology.topology.links.iter().enumerate() {
+            let [a, b] = &link.endpoints;
+            let a = a.split_once(':').unwrap_or((a, ""));
+            let b = b.split_once(':').unwrap_or((b, ""));
+            let is_bridge = |n: &str| self.topology.node(n).is_some_and(|n| n.kind == NodeKind::Bridge);
+            let (local, peer) = if !is_bridge(a.0) && is_bridge(b.0) { (b, a) } else { (a, b) };
+            // Distinct interface indexes for the two ends. The kernel handles a link event at
+            // once only for a device whose peer's index differs from its own; with equal indexes
+            // (both ends the 2nd device of their namespace, say) the event waits for the
+            // rate-limited link watcher, up to a second, and so would readiness.
+            let first = FIRST_VETH_INDEX + 2 * i as u32;
+            index.insert(local, first);
+            index.insert(peer, first + 1);
+            ends.push((local, peer, link.mtu, is_bridge(local.0)));
+        }
+        let idx = |node: &str, iface: &str| {
+            index.get(&(node, iface)).copied().ok_or_else(|| NetworkError::Build {
+                what: format!("{node}:{iface}"),
+                message: "no such interface in the topology".into(),
+            })
+        };
+
         // Loopbacks and bridges first: links attach to bridges.
         let mut first = Vec::new();
         for (name, node) in self.topology.nodes() {
@@ -188,12 +227,13 @@ impl Network {
             let kind = node.kind;
             first.push(async move {
                 rtnl.link()
-                    .set(LinkUnspec::new_with_name("lo").up().build())
+                    .set(LinkUnspec::new_with_index(LOOPBACK_INDEX).up().build())
                     .execute()
                     .await
                     .map_err(build_err(format!("{name}: lo up")))?;
                 if kind == NodeKind::Bridge {
                     let bridge = LinkBridge::new(&name)
+                        .index(BRIDGE_INDEX)
                         .forward_delay(0)
                         .stp_state(BridgeStpState::Disabled)
                         .up()
@@ -206,119 +246,119 @@ impl Network {
         try_join_all(first).await?;
 
         let mut links = Vec::new();
-        for (i, link) in self.topology.topology.links.iter().enumerate() {
-            let [a, b] = &link.endpoints;
-            let (a_node, a_if) = a.split_once(':').unwrap_or((a, ""));
-            let (b_node, b_if) = b.split_once(':').unwrap_or((b, ""));
-            let a_ns = self.node(a_node)?;
-            let b_ns = self.node(b_node)?;
-            let peer_ns = File::open(netns::ns_path(&b_ns.ns))
-                .map_err(|e| NetworkError::Build { what: b.clone(), message: e.to_string() })?;
-            let mtu = link.mtu;
-            let rtnl = a_ns.rtnl.clone();
-            let what = format!("link {a} <-> {b}");
+        for ((local_node, local_if), (peer_node, peer_if), mtu, bridged) in ends {
+            let local_ns = self.node(local_node)?;
+            let peer_ns = self.node(peer_node)?;
+            let peer_fd = File::open(netns::ns_path(&peer_ns.ns)).map_err(|e| NetworkError::Build {
+                what: format!("{peer_node}:{peer_if}"),
+                message: e.to_string(),
+            })?;
+            let rtnl = local_ns.rtnl.clone();
+            let what = format!("link {local_node}:{local_if} <-> {peer_node}:{peer_if}");
+            let index = idx(local_node, local_if)?;
+            // One queue each way, asked for outright: left to the kernel, veth sizes its queues
+            // for every possible CPU and then cuts them to one, and each cut waits for an RCU
+            // grace period.
+            let mut peer = LinkMessageBuilder::<LinkUnspec>::new()
+                .name(peer_if.to_string())
+                .index(index + 1)
+                .append_extra_attribute(LinkAttribute::NumTxQueues(1))
+                .append_extra_attribute(LinkAttribute::NumRxQueues(1));
+            if let Some(mtu) = mtu {
+                peer = peer.mtu(mtu);
+            }
+            // The peer is brought up later, from its own namespace: the kernel refuses
+            // (ENOTCONN) to bring a peer up while creating it in another namespace.
+            let peer = peer.setns_by_fd(peer_fd.as_raw_fd()).build();
+            let mut msg = LinkMessageBuilder::<LinkVeth>::new_with_info_kind(InfoKind::Veth)
+                .name(local_if.to_string())
+                .index(index)
+                .append_extra_attribute(LinkAttribute::NumTxQueues(1))
+                .append_extra_attribute(LinkAttribute::NumRxQueues(1));
+            if let Some(mtu) = mtu {
+                msg = msg.mtu(mtu);
+            }
+            if bridged {
+                msg = msg.controller(BRIDGE_INDEX).up();
+            }
+            let msg = msg.set_info_data(InfoData::Veth(InfoVeth::Peer(peer))).build();
             links.push(async move {
-                // Distinct interface indexes for the two ends. The kernel handles a link event at
-                // once only for a device whose peer's index differs from its own; with equal
-                // indexes (both ends the 2nd device of their namespace, say) the event waits for
-                // the rate-limited link watcher, up to a second, and so would readiness.
-                let index = FIRST_VETH_INDEX + 2 * i as u32;
-                let mut peer =
-                    LinkMessageBuilder::<LinkUnspec>::new().name(b_if.to_string()).index(index + 1);
-                if let Some(mtu) = mtu {
-                    peer = peer.mtu(mtu);
-                }
-                // Both ends are brought up later, from their own namespaces: the kernel refuses
-                // (ENOTCONN) to bring a peer up while creating it in another namespace.
-                let peer = peer.setns_by_fd(peer_ns.as_raw_fd()).build();
-                let mut msg = LinkMessageBuilder::<LinkVeth>::new_with_info_kind(InfoKind::Veth)
-                    .name(a_if.to_string())
-                    .index(index);
-                if let Some(mtu) = mtu {
-                    msg = msg.mtu(mtu);
-                }
-                let msg = msg.set_info_data(InfoData::Veth(InfoVeth::Peer(peer))).build();
                 let result = rtnl.link().add(msg).execute().await.map_err(build_err(what));
-                drop(peer_ns);
+                drop(peer_fd);
                 result
             });
         }
         try_join_all(links).await?;
 
-        // Per node: bridge ports, addresses, routes.
+        // Per node: the ports not made by their bridge, addresses, routes.
         let mut per_node = Vec::new();
         for (name, node) in self.topology.nodes() {
             let ns = self.node(name)?;
             let rtnl = ns.rtnl.clone();
-            let name = name.to_string();
-            let ports: Vec<String> = self
-                .topology
-                .topology
-                .links
-                .iter()
-                .flat_map(|l| l.endpoints.iter())
-                .filter_map(|e| e.split_once(':'))
-                .filter(|(n, _)| *n == name)
-                .map(|(_, i)| i.to_string())
-                .collect();
-            let node = node.clone();
-            per_node.push(async move {
-                let index = link_indexes(&rtnl).await.map_err(build_err(format!("{name}: list links")))?;
-                let idx = |iface: &str| {
-                    index.get(iface).copied().ok_or_else(|| NetworkError::Build {
-                        what: format!("{name}:{iface}"),
-                        message: "interface missing after creation".into(),
-                    })
-                };
-                if node.kind == NodeKind::Bridge {
-                    let bridge = idx(&name)?;
-                    for port in &ports {
-                        let msg = LinkUnspec::new_with_index(idx(port)?).controller(bridge).build();
-                        rtnl.link()
-                            .set(msg)
-                            .execute()
-                            .await
-                            .map_err(build_err(format!("{name}: port {port}")))?;
+            let mut ports = Vec::new();
+            for (i, link) in self.topology.topology.links.iter().enumerate() {
+                for end in &link.endpoints {
+                    let (n, iface) = end.split_once(':').unwrap_or((end, ""));
+                    let index = idx(n, iface)?;
+                    // Made by its bridge (the even index of a bridged link) already up.
+                    let made_up = node.kind == NodeKind::Bridge && index == FIRST_VETH_INDEX + 2 * i as u32;
+                    if n == name && !made_up {
+                        ports.push((iface.to_string(), index));
                     }
                 }
-                for port in &ports {
-                    let msg = LinkUnspec::new_with_index(idx(port)?).up().build();
-                    rtnl.link().set(msg).execute().await.map_err(build_err(format!("{name}:{port} up")))?;
-                }
-                for (iface, addr) in &node.interfaces {
-                    let cidr = Cidr::parse(addr).ok_or_else(|| NetworkError::Build {
-                        what: format!("{name}:{iface}"),
-                        message: format!("bad address {addr}"),
+            }
+            let mut addresses = Vec::new();
+            for (iface, addr) in &node.interfaces {
+                let cidr = Cidr::parse(addr).ok_or_else(|| NetworkError::Build {
+                    what: format!("{name}:{iface}"),
+                    message: format!("bad address {addr}"),
+                })?;
+                addresses.push((idx(name, iface)?, cidr, format!("{name}:{iface} address {addr}")));
+            }
+            let mut routes = Vec::new();
+            for route in &node.routes {
+                let mut msg = RouteMessageBuilder::<Ipv4Addr>::new();
+                if route.dst != "default" {
+                    let dst = Cidr::parse(&route.dst).ok_or_else(|| NetworkError::Build {
+                        what: format!("{name}: route"),
+                        message: format!("bad dst {}", route.dst),
                     })?;
-                    rtnl.address()
-                        .add(idx(iface)?, IpAddr::V4(cidr.addr), cidr.len)
-                        .execute()
-                        .await
-                        .map_err(build_err(format!("{name}:{iface} address {addr}")))?;
+                    msg = msg.destination_prefix(dst.addr, dst.len);
                 }
-                for route in &node.routes {
-                    let mut msg = RouteMessageBuilder::<Ipv4Addr>::new();
-                    if route.dst != "default" {
-                        let dst = Cidr::parse(&route.dst).ok_or_else(|| NetworkError::Build {
-                            what: format!("{name}: route"),
-                            message: format!("bad dst {}", route.dst),
-                        })?;
-                        msg = msg.destination_prefix(dst.addr, dst.len);
+                if let Some(via) = route.via {
+                    msg = msg.gateway(via);
+                }
+                if let Some(dev) = &route.dev {
+                    msg = msg.output_interface(idx(name, dev)?);
+                }
+                if let Some(metric) = route.metric {
+                    msg = msg.priority(metric);
+                }
+                routes.push((msg.build(), format!("{name}: route {}", route.dst)));
+            }
+            let name = name.to_string();
+            let bridge = node.kind == NodeKind::Bridge;
+            per_node.push(async move {
+                for (port, index) in &ports {
+                    let mut msg = LinkUnspec::new_with_index(*index).up();
+                    if bridge {
+                        msg = msg.controller(BRIDGE_INDEX);
                     }
-                    if let Some(via) = route.via {
-                        msg = msg.gateway(via);
-                    }
-                    if let Some(dev) = &route.dev {
-                        msg = msg.output_interface(idx(dev)?);
-                    }
-                    if let Some(metric) = route.metric {
-                        msg = msg.priority(metric);
-                    }
-                    rtnl.route()
-                        .add(msg.build())
+                    rtnl.link()
+                        .set(msg.build())
                         .execute()
                         .await
-                        .map_err(build_err(format!("{name}: route {}", route.dst)))?;
+                        .map_err(build_err(format!("{name}:{port} up")))?;
+                }
+                for (index, cidr, what) in addresses {
+                    rtnl.address()
+                        .add(index, IpAddr::V4(cidr.addr), cidr.len)
+                        .execute()
+                        .await
+                        .map_err(build_err(what))?;
+                }
+                for (msg, what) in routes {
+                    rtnl.route().add(msg).execute().await.map_err(build_err(what))?;
                 }
                 Ok::<_, NetworkError>(())
             });
@@ -437,17 +477,4 @@ impl Drop for Network {
     fn drop(&mut self) {
         self.teardown();
     }
-}
-
-async fn link_indexes(rtnl: &Handle) -> Result<HashMap<String, u32>, rtnetlink::Error> {
-    let mut out = HashMap::new();
-    let mut links = rtnl.link().get().execute();
-    while let Some(msg) = links.try_next().await? {
-        for attr in &msg.attributes {
-            if let LinkAttribute::IfName(n) = attr {
-                out.insert(n.clone(), msg.header.index);
-            }
-        }
-    }
-    Ok(out)
 }

@@ -28,3 +28,69 @@ async fn a_healthy_routing_topology_is_fully_reachable_and_leaves_nothing_behind
     net.teardown();
     assert!(common::namespaces_with(&prefix).is_empty());
 }
+
+/// Every way a link can meet a bridge: a host's end listed first, a bridge's end listed first,
+/// two bridges, and no bridge at all (with its own MTU). Each veth must come out on the right
+/// node, enslaved where it meets a bridge, up, and with the MTU asked for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn links_to_from_between_and_without_bridges_all_forward() {
+    if !common::root_or_skip("network build") {
+        return;
+    }
+    let topology = netdojo_linux::topology::Topology::from_str_named(
+        r#"
+name: shapes
+topology:
+  nodes:
+    r0: { kind: router, interfaces: { r0-eth1: 10.0.0.1/24, r0-eth2: 10.0.1.1/24 } }
+    s1: { kind: bridge }
+    s2: { kind: bridge }
+    h1: { kind: host, interfaces: { h1-eth0: 10.0.0.11/24 }, routes: [ { dst: default, via: 10.0.0.1 } ] }
+    h2: { kind: host, interfaces: { h2-eth0: 10.0.0.12/24 }, routes: [ { dst: default, via: 10.0.0.1 } ] }
+    h3: { kind: host, interfaces: { h3-eth0: 10.0.1.13/24 }, routes: [ { dst: default, via: 10.0.1.1 } ] }
+  links:
+    - endpoints: ["r0:r0-eth1", "s1:s1-eth1"]
+    - endpoints: ["h1:h1-eth0", "s1:s1-eth2"]
+    - endpoints: ["s1:s1-eth3", "s2:s2-eth1"]
+    - endpoints: ["s2:s2-eth2", "h2:h2-eth0"]
+    - endpoints: ["h3:h3-eth0", "r0:r0-eth2"]
+      mtu: 1400
+"#,
+        "shapes.clab.yml",
+    )
+    .expect("valid topology");
+    let (mut net, _) = Network::build(topology).await.expect("build");
+    let mesh = net.pingmesh(&Options::default()).await;
+    assert!(mesh.full(), "{}", mesh.render());
+
+    let show = |node: &str, iface: &str| -> String {
+        let ns = net.ns_name(node).expect("node").to_string();
+        let out = std::process::Command::new("ip")
+            .args(["-n", &ns, "-o", "link", "show", "dev", iface])
+            .output()
+            .expect("ip");
+        assert!(out.status.success(), "{node}:{iface}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    for (node, iface, bridge) in [
+        ("s1", "s1-eth1", "s1"),
+        ("s1", "s1-eth2", "s1"),
+        ("s1", "s1-eth3", "s1"),
+        ("s2", "s2-eth1", "s2"),
+        ("s2", "s2-eth2", "s2"),
+    ] {
+        let line = show(node, iface);
+        assert!(
+            line.contains(&format!("master {bridge} ")),
+            "{node}:{iface} is not a port of {bridge}: {line}"
+        );
+        assert!(line.contains("state UP"), "{node}:{iface} is not up: {line}");
+    }
+    for (node, iface) in [("h3", "h3-eth0"), ("r0", "r0-eth2")] {
+        let line = show(node, iface);
+        assert!(line.contains("mtu 1400 "), "{node}:{iface}: {line}");
+        assert!(!line.contains("master"), "{node}:{iface}: {line}");
+    }
+    assert!(show("r0", "r0-eth1").contains("mtu 1500 "));
+    net.teardown();
+}
