@@ -1,5 +1,6 @@
 //! netdojo-config: device configurations as data, whatever runs the device.
 //!
+//! - [`ani`]: the four tools of seed 001's Agent-Network Interface, shared by every backend.
 //! - [`config`]: configurations as trees: FRR and IOS-style running configs, nftables and tc
 //!   state; parsed from `show running-config` output or built by applying commands.
 //! - [`diff`]: their hierarchical diff, with ordered lists (ACL entries, route-map sequences).
@@ -9,6 +10,7 @@
 //! Backends (FRR on namespaces, GNS3, MCP devices) export configurations; this crate judges
 //! them, so no backend needs another to be scored the same way.
 
+pub mod ani;
 pub mod config;
 pub mod diff;
 pub mod score;

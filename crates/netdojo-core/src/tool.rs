@@ -22,6 +22,13 @@ impl ToolSpec {
         Self { name: name.into(), description: description.into(), parameters }
     }
 
+    /// The JSON Schema of a tool's arguments: an object with these `properties`, the
+    /// `required` ones, and nothing else (an agent's misspelt argument is an error, not
+    /// silently ignored).
+    pub fn object_schema(properties: Value, required: &[&str]) -> Value {
+        json!({"type": "object", "properties": properties, "required": required, "additionalProperties": false})
+    }
+
     /// The `finish` tool. `answer` is the schema of the answer the task expects, if any.
     pub fn finish(answer: Option<Value>) -> Self {
         let (properties, required) = match answer {

@@ -19,7 +19,7 @@ fn kind_prop(what: &str) -> Value {
 }
 
 fn obj(props: Value, required: &[&str]) -> Value {
-    json!({"type": "object", "properties": props, "required": required, "additionalProperties": false})
+    ToolSpec::object_schema(props, required)
 }
 
 /// The tools, in a stable order.

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::sync::OnceCell;
 
+use netdojo_config::ani;
 use netdojo_core::task::parse_link;
 use netdojo_core::{
     Check, ConfigTask, EnvError, Environment, EnvironmentFactory, Observation, Outcome, StateCheck, Task,
@@ -528,44 +529,21 @@ impl Gns3Env {
     }
 }
 
-fn schema(properties: Value, required: &[&str]) -> Value {
-    json!({"type": "object", "properties": properties, "required": required, "additionalProperties": false})
-}
+/// What this backend's ANI tools say of its devices.
+const GNS3_ANI: ani::Texts<'static> = ani::Texts {
+    link_example: "A e0 <-> B e0",
+    update_cfg: "Apply configuration commands to one device, in order, in the device's own CLI \
+         (Cisco IOS configuration mode, or VPCS commands such as `ip 10.0.0.1/24 10.0.0.254`). \
+         Answers each command with `success` or the device's error; commands after a \
+         failing one are still applied.",
+    execute_cmd: "Run one read-only command (`show ...`, `ping ...`) on one device and return its output.",
+    dialects: &[],
+};
 
 #[async_trait]
 impl Environment for Gns3Env {
     fn tools(&self) -> Vec<ToolSpec> {
-        vec![
-            ToolSpec::new(
-                "get-topology",
-                "The network's devices and links (`A e0 <-> B e0`), for the given devices or all.",
-                schema(json!({"devices": {"type": "array", "items": {"type": "string"}}}), &[]),
-            ),
-            ToolSpec::new(
-                "get-running-cfg",
-                "The running configuration of one device.",
-                schema(json!({"device": {"type": "string"}}), &["device"]),
-            ),
-            ToolSpec::new(
-                "update-cfg",
-                "Apply configuration commands to one device, in order, in the device's own CLI \
-                 (Cisco IOS configuration mode, or VPCS commands such as `ip 10.0.0.1/24 10.0.0.254`). \
-                 Answers each command with `success` or the device's error; commands after a \
-                 failing one are still applied.",
-                schema(
-                    json!({"device": {"type": "string"}, "commands": {"type": "array", "items": {"type": "string"}}}),
-                    &["device", "commands"],
-                ),
-            ),
-            ToolSpec::new(
-                "execute-cmd",
-                "Run one read-only command (`show ...`, `ping ...`) on one device and return its output.",
-                schema(
-                    json!({"device": {"type": "string"}, "command": {"type": "string"}}),
-                    &["device", "command"],
-                ),
-            ),
-        ]
+        ani::tool_specs(&GNS3_ANI)
     }
 
     async fn reset(&mut self, task: &Task) -> Result<String, EnvError> {
@@ -620,7 +598,7 @@ impl Environment for Gns3Env {
             }
         };
         match call.name.as_str() {
-            "get-topology" => {
+            ani::GET_TOPOLOGY => {
                 let wanted: Vec<String> = args
                     .get("devices")
                     .and_then(Value::as_array)
@@ -638,13 +616,13 @@ impl Environment for Gns3Env {
                 let topology = json!({"topology": {"nodes": nodes, "links": links}});
                 Ok(Observation::ok(call, topology.to_string(), Some(topology)))
             }
-            "get-running-cfg" => match self.running_config(&device).await? {
+            ani::GET_RUNNING_CFG => match self.running_config(&device).await? {
                 Some(running) => {
                     Ok(Observation::ok(call, running.clone(), Some(json!({"running_config": running}))))
                 }
                 None => Ok(no_cli(&device)),
             },
-            "update-cfg" => {
+            ani::UPDATE_CFG => {
                 let commands: Vec<String> = args
                     .get("commands")
                     .and_then(Value::as_array)
@@ -659,7 +637,7 @@ impl Environment for Gns3Env {
                 obs.ok = all_ok;
                 Ok(obs)
             }
-            "execute-cmd" => {
+            ani::EXECUTE_CMD => {
                 let command =
                     args.get("command").and_then(Value::as_str).unwrap_or_default().trim().to_string();
                 let Some(d) = self.devices.get_mut(&device) else { return Ok(no_cli(&device)) };
@@ -739,6 +717,11 @@ impl Environment for Gns3Env {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_ani_tools_name_ios_and_vpcs() {
+        insta::assert_json_snapshot!(ani::tool_specs(&GNS3_ANI));
+    }
 
     #[test]
     fn project_names_carry_the_pid_for_the_sweep() {

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
+use netdojo_config::ani;
 use netdojo_core::task::parse_link;
 use netdojo_core::{
     Check, ConfigTask, EnvError, Environment, EnvironmentFactory, Observation, Outcome, StateCheck, Task,
@@ -418,49 +419,22 @@ async fn linux_state(ns: &str) -> String {
     out
 }
 
-fn schema(properties: Value, required: &[&str]) -> Value {
-    json!({"type": "object", "properties": properties, "required": required, "additionalProperties": false})
-}
+/// What this backend's ANI tools say of its devices.
+const NETCONF_ANI: ani::Texts<'static> = ani::Texts {
+    link_example: "A eth0 <-> B eth0",
+    update_cfg: "Apply configuration commands to one device, in order. Dialect `frr` (the default): \
+         FRRouting vtysh configuration mode (routing, prefix-lists, route-maps). Dialect \
+         `linux`: nft, tc or ip commands on the router itself (packet filtering, QoS), one \
+         command each, no shell. Answers each command with `success` or the device's \
+         error; commands after a failing one are still applied.",
+    execute_cmd: "Run one read-only command (`show ...`) on one device and return its output.",
+    dialects: &["frr", "linux"],
+};
 
 #[async_trait]
 impl Environment for NetconfEnv {
     fn tools(&self) -> Vec<ToolSpec> {
-        vec![
-            ToolSpec::new(
-                "get-topology",
-                "The network's devices and links (`A eth0 <-> B eth0`), for the given devices or all.",
-                schema(json!({"devices": {"type": "array", "items": {"type": "string"}}}), &[]),
-            ),
-            ToolSpec::new(
-                "get-running-cfg",
-                "The running configuration of one device.",
-                schema(json!({"device": {"type": "string"}}), &["device"]),
-            ),
-            ToolSpec::new(
-                "update-cfg",
-                "Apply configuration commands to one device, in order. Dialect `frr` (the default): \
-                 FRRouting vtysh configuration mode (routing, prefix-lists, route-maps). Dialect \
-                 `linux`: nft, tc or ip commands on the router itself (packet filtering, QoS), one \
-                 command each, no shell. Answers each command with `success` or the device's \
-                 error; commands after a failing one are still applied.",
-                schema(
-                    json!({
-                        "device": {"type": "string"},
-                        "commands": {"type": "array", "items": {"type": "string"}},
-                        "dialect": {"type": "string", "enum": ["frr", "linux"]}
-                    }),
-                    &["device", "commands"],
-                ),
-            ),
-            ToolSpec::new(
-                "execute-cmd",
-                "Run one read-only command (`show ...`) on one device and return its output.",
-                schema(
-                    json!({"device": {"type": "string"}, "command": {"type": "string"}}),
-                    &["device", "command"],
-                ),
-            ),
-        ]
+        ani::tool_specs(&NETCONF_ANI)
     }
 
     async fn reset(&mut self, task: &Task) -> Result<String, EnvError> {
@@ -493,7 +467,7 @@ impl Environment for NetconfEnv {
             )
         };
         match call.name.as_str() {
-            "get-topology" => {
+            ani::GET_TOPOLOGY => {
                 let net = self.net()?;
                 let wanted: Vec<String> = args
                     .get("devices")
@@ -524,12 +498,12 @@ impl Environment for NetconfEnv {
                 let topology = json!({"topology": {"nodes": nodes, "links": links}});
                 Ok(Observation::ok(call, topology.to_string(), Some(topology)))
             }
-            "get-running-cfg" => {
+            ani::GET_RUNNING_CFG => {
                 let Some(frr) = self.router(device) else { return Ok(unknown()) };
                 let running = frr.running_config().await.map_err(|e| self.runtime(e.to_string()))?;
                 Ok(Observation::ok(call, running.clone(), Some(json!({"running_config": running}))))
             }
-            "update-cfg" => {
+            ani::UPDATE_CFG => {
                 let Some(frr) = self.router(device) else { return Ok(unknown()) };
                 let commands: Vec<String> = args
                     .get("commands")
@@ -549,7 +523,7 @@ impl Environment for NetconfEnv {
                 obs.ok = all_ok;
                 Ok(obs)
             }
-            "execute-cmd" => {
+            ani::EXECUTE_CMD => {
                 let Some(frr) = self.router(device) else { return Ok(unknown()) };
                 let command = args.get("command").and_then(Value::as_str).unwrap_or_default().trim();
                 if args.get("dialect").and_then(Value::as_str) == Some("linux") {
@@ -659,5 +633,15 @@ impl Environment for NetconfEnv {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ani_tools_name_frr_and_linux() {
+        insta::assert_json_snapshot!(NetconfEnv::default().tools());
     }
 }
