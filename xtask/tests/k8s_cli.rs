@@ -1,22 +1,12 @@
 //! End-to-end on real namespaces and nftables: `cargo xtask eval --env k8s` as a user runs it
 //! (root).
 
-use std::fs;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
 mod common;
 
-use common::{rate, rows, summary};
-
-fn root_or_skip(what: &str) -> bool {
-    if nix::unistd::geteuid().is_root() {
-        return true;
-    }
-    assert!(std::env::var_os("CI").is_none(), "{what}: needs root, and CI runs as root");
-    eprintln!("skipping {what}: the k8s environment needs root (network namespaces, nftables)");
-    false
-}
+use common::{namespaces_of, rate, root_or_skip, rows, summary};
 
 /// Runs `xtask eval --env k8s` into `dir`; returns the PID it ran under.
 fn eval(agent: &str, queries: &str, dir: &Path) -> u32 {
@@ -43,18 +33,6 @@ fn eval(agent: &str, queries: &str, dir: &Path) -> u32 {
     let out = child.wait_with_output().expect("wait");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     pid
-}
-
-/// The namespaces a netdojo process with this PID made (its prefixes are `ndj{pid:x}x{n:x}`).
-fn namespaces_of(pid: u32) -> Vec<String> {
-    let stem = format!("ndj{pid:x}x");
-    fs::read_dir("/run/netns")
-        .map(|d| {
-            d.filter_map(|e| e.ok()?.file_name().into_string().ok())
-                .filter(|n| n.starts_with(&stem))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 const LABELS: [&str; 15] = [

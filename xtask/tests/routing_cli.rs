@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 mod common;
 
-use common::{lines, rate, root_or_skip, rows, summary};
+use common::{lines, namespaces_of, rate, root_or_skip, rows, summary};
 
 fn run(args: &[&str], out: &Path) -> Output {
     let out = Command::new(env!("CARGO_BIN_EXE_xtask")).args(args).arg(out).output().expect("run xtask");
@@ -45,18 +45,6 @@ fn spawn_in_flight(seed: &str, dir: &Path, records: usize) -> (std::process::Chi
         std::thread::sleep(Duration::from_millis(2));
     }
     (child, pid)
-}
-
-/// The namespaces a netdojo process with this PID made (its prefixes are `ndj{pid:x}x{n:x}`).
-fn namespaces_of(pid: u32) -> Vec<String> {
-    let stem = format!("ndj{pid:x}x");
-    fs::read_dir("/run/netns")
-        .map(|d| {
-            d.filter_map(|e| e.ok()?.file_name().into_string().ok())
-                .filter(|n| n.starts_with(&stem))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 const LABELS: [&str; 15] = [

@@ -34,3 +34,15 @@ pub fn rate(row: &Value, metric: &str) -> f64 {
 pub fn lines(path: &Path) -> usize {
     fs::read_to_string(path).map(|t| t.lines().count()).unwrap_or(0)
 }
+
+/// The namespaces a netdojo process with this PID made (its prefixes are `ndj{pid:x}x{n:x}`).
+pub fn namespaces_of(pid: u32) -> Vec<String> {
+    let stem = format!("ndj{pid:x}x");
+    fs::read_dir("/run/netns")
+        .map(|d| {
+            d.filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .filter(|n| n.starts_with(&stem))
+                .collect()
+        })
+        .unwrap_or_default()
+}
