@@ -122,24 +122,7 @@ pub fn ingress_allows(
     port: u16,
     protocol: Protocol,
 ) -> bool {
-    let mut isolated = false;
-    for np in isolating(policies, workload, to, true) {
-        isolated = true;
-        let ns = policy::namespace(np);
-        let rules = np.spec.as_ref().and_then(|s| s.ingress.as_deref()).unwrap_or_default();
-        if rules.iter().any(|r| {
-            rule_allows(
-                r.from.as_deref(),
-                r.ports.as_deref(),
-                ns,
-                &Seen { peer: from, dst: to, port, protocol },
-                workload,
-            )
-        }) {
-            return true;
-        }
-    }
-    !isolated
+    side_allows(policies, workload, to, true, &Seen { peer: from, dst: to, port, protocol })
 }
 
 /// The source's side: is `from` not isolated for egress, or does a rule let it reach `to`?
@@ -151,20 +134,31 @@ pub fn egress_allows(
     port: u16,
     protocol: Protocol,
 ) -> bool {
+    side_allows(policies, workload, from, false, &Seen { peer: to, dst: to, port, protocol })
+}
+
+/// One side of a connection: `pod` is not isolated in that direction by any policy, or one of
+/// the rules of a policy that isolates it admits `seen`.
+fn side_allows(
+    policies: &[NetworkPolicy],
+    workload: &Workload,
+    pod: usize,
+    ingress: bool,
+    seen: &Seen,
+) -> bool {
     let mut isolated = false;
-    for np in isolating(policies, workload, from, false) {
+    for np in isolating(policies, workload, pod, ingress) {
         isolated = true;
         let ns = policy::namespace(np);
-        let rules = np.spec.as_ref().and_then(|s| s.egress.as_deref()).unwrap_or_default();
-        if rules.iter().any(|r| {
-            rule_allows(
-                r.to.as_deref(),
-                r.ports.as_deref(),
-                ns,
-                &Seen { peer: to, dst: to, port, protocol },
-                workload,
-            )
-        }) {
+        let spec = np.spec.as_ref();
+        let admitted = if ingress {
+            let rules = spec.and_then(|s| s.ingress.as_deref()).unwrap_or_default();
+            rules.iter().any(|r| rule_allows(r.from.as_deref(), r.ports.as_deref(), ns, seen, workload))
+        } else {
+            let rules = spec.and_then(|s| s.egress.as_deref()).unwrap_or_default();
+            rules.iter().any(|r| rule_allows(r.to.as_deref(), r.ports.as_deref(), ns, seen, workload))
+        };
+        if admitted {
             return true;
         }
     }
