@@ -6,7 +6,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use netdojo_core::{TokenUsage, ToolSpec};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -240,4 +240,19 @@ pub trait ChatModel: Send + Sync + fmt::Debug {
     async fn send(&self, body: &Value) -> Result<Exchange, ChatError>;
     /// Settings for the run's configuration (never a key).
     fn config(&self) -> Value;
+}
+
+/// `tools` as chat APIs of the OpenAI family (OpenAI, Azure, llama.cpp, vLLM, Ollama) take them:
+/// `{"type": "function", "function": {name, description, parameters}}` each.
+pub fn function_tools(tools: &[ToolSpec]) -> Value {
+    Value::Array(
+        tools
+            .iter()
+            .map(|t| {
+                json!({"type": "function", "function": {
+                    "name": t.name, "description": t.description, "parameters": t.parameters
+                }})
+            })
+            .collect(),
+    )
 }

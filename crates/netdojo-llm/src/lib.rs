@@ -18,7 +18,7 @@ mod text;
 pub use agent::{LlmAgent, LlmAgentFactory, Settings};
 pub use chat::{
     BadArguments, ChatError, ChatModel, Exchange, Message, Reply, ReplyCall, RetryPolicy, Role, Sampling,
-    Secret,
+    Secret, function_tools,
 };
 pub use lookup::{CommandReference, LOOKUP_TOOL, Lookup};
 pub use prompt::{LookupHint, Strategy, ToolMode, examples_for, render_examples, system_prompt};

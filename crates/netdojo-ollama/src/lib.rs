@@ -141,16 +141,7 @@ impl ChatModel for OllamaChat {
             "stream": self.config.stream,
         });
         if let Some(tools) = tools.filter(|t| !t.is_empty()) {
-            body["tools"] = Value::Array(
-                tools
-                    .iter()
-                    .map(|t| {
-                        json!({"type": "function", "function": {
-                            "name": t.name, "description": t.description, "parameters": t.parameters
-                        }})
-                    })
-                    .collect(),
-            );
+            body["tools"] = netdojo_llm::function_tools(tools);
         }
         let mut options = Map::new();
         let s = &self.config.sampling;

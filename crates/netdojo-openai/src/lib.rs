@@ -251,19 +251,6 @@ fn wire_message(m: &Message) -> Value {
     }
 }
 
-pub(crate) fn wire_tools(tools: &[ToolSpec]) -> Value {
-    Value::Array(
-        tools
-            .iter()
-            .map(|t| {
-                json!({"type": "function", "function": {
-                    "name": t.name, "description": t.description, "parameters": t.parameters
-                }})
-            })
-            .collect(),
-    )
-}
-
 /// Reads a chat-completions response body.
 fn parse_reply(url: &str, body: &Value) -> Result<Reply, ChatError> {
     let protocol = |message: String| ChatError::Protocol { url: url.into(), message };
@@ -319,7 +306,7 @@ impl ChatModel for OpenAiChat {
             "messages": messages.iter().map(wire_message).collect::<Vec<_>>(),
         });
         if let Some(tools) = tools.filter(|t| !t.is_empty()) {
-            body["tools"] = wire_tools(tools);
+            body["tools"] = netdojo_llm::function_tools(tools);
             body["tool_choice"] = match &self.config.tool_choice {
                 ToolChoice::Auto => json!("auto"),
                 ToolChoice::Required => json!("required"),
