@@ -64,6 +64,65 @@ pub enum FrrError {
     Timeout { router: String, timeout: Duration },
 }
 
+/// How far [`Frr::read_logs`] has read each daemon's log.
+#[derive(Debug, Clone, Default)]
+pub struct LogCursor {
+    offsets: std::collections::HashMap<&'static str, u64>,
+}
+
+/// One line of an FRR daemon's log: `2026/11/23 19:19:19 ZEBRA: [T83RR-8SM5G] zebra 8.4.4
+/// starting: vty@2601`, or with an error code, `... ZEBRA: [NNACN-54BDA][EC 4043309110] ...`.
+/// FRR writes the priority into its log file only under `log record-priority`, a configuration
+/// line that would show in every running configuration an agent reads; the error code, which
+/// FRR attaches to its errors and warnings only, stands in for it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct LogLine {
+    pub daemon: &'static str,
+    /// As FRR wrote it: `YYYY/MM/DD HH:MM:SS`, local time.
+    pub time: String,
+    /// FRR's message id, e.g. `T83RR-8SM5G`.
+    pub id: Option<String>,
+    /// FRR's error code (`[EC n]`): set on errors and warnings.
+    pub error_code: Option<u64>,
+    pub message: String,
+}
+
+impl LogLine {
+    /// A line of `daemon`'s log; `None` for a blank line. A line not in FRR's format (a
+    /// continuation, a crash backtrace) is kept whole as the message.
+    pub fn parse(daemon: &'static str, line: &str) -> Option<Self> {
+        let line = line.trim_end();
+        if line.trim().is_empty() {
+            return None;
+        }
+        let whole = || Self { daemon, time: String::new(), id: None, error_code: None, message: line.into() };
+        let mut parts = line.splitn(3, ' ');
+        let (Some(date), Some(clock), Some(rest)) = (parts.next(), parts.next(), parts.next()) else {
+            return Some(whole());
+        };
+        let Some((_tag, mut rest)) = rest.split_once(": ").filter(|(tag, _)| !tag.contains(' ')) else {
+            return Some(whole());
+        };
+        let mut id = None;
+        let mut error_code = None;
+        while let Some(inner) = rest.strip_prefix('[').and_then(|r| r.split_once(']')) {
+            let (field, after) = inner;
+            match field.strip_prefix("EC ") {
+                Some(code) => error_code = code.trim().parse().ok(),
+                None => id = Some(field.to_string()),
+            }
+            rest = after;
+        }
+        Some(Self {
+            daemon,
+            time: format!("{date} {clock}"),
+            id,
+            error_code,
+            message: rest.trim_start().to_string(),
+        })
+    }
+}
+
 /// What vtysh printed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VtyshOutput {
@@ -348,6 +407,31 @@ impl Frr {
         Err(FrrError::NotReady { router: self.router.clone(), waited: start.elapsed(), detail: last })
     }
 
+    /// The log lines the router's daemons wrote since `cursor`, daemon by daemon (zebra first),
+    /// each in the order written; `cursor` moves past them. Only whole lines are read: a line
+    /// still being written comes with the next call. FRR logs to one file per daemon here (see
+    /// [`start`](Self::start)); a file not there yet reads as empty.
+    pub fn read_logs(&self, cursor: &mut LogCursor) -> Vec<LogLine> {
+        use std::io::{Read, Seek, SeekFrom};
+        let mut lines = Vec::new();
+        for daemon in DAEMONS {
+            let Ok(mut file) = fs::File::open(self.dir.join(format!("{daemon}.log"))) else { continue };
+            let offset = cursor.offsets.entry(daemon).or_insert(0);
+            let mut text = Vec::new();
+            if file.seek(SeekFrom::Start(*offset)).is_err() || file.read_to_end(&mut text).is_err() {
+                continue;
+            }
+            let whole = text.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+            *offset += whole as u64;
+            for line in String::from_utf8_lossy(&text[..whole]).lines() {
+                if let Some(parsed) = LogLine::parse(daemon, line) {
+                    lines.push(parsed);
+                }
+            }
+        }
+        lines
+    }
+
     /// Stops the daemons (SIGTERM, then SIGKILL after a second) and removes the instance's
     /// files. Idempotent.
     pub fn stop(&mut self) {
@@ -442,4 +526,32 @@ fn chown_frr(dir: &Path) -> std::io::Result<()> {
 fn tail(text: &str, n: usize) -> String {
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_lines_parse_with_and_without_an_error_code() {
+        let l = LogLine::parse(
+            "zebra",
+            "2026/11/23 19:19:19 ZEBRA: [T83RR-8SM5G] zebra 8.4.4 starting: vty@2601",
+        )
+        .expect("a line");
+        assert_eq!(l.time, "2026/11/23 19:19:19");
+        assert_eq!(l.id.as_deref(), Some("T83RR-8SM5G"));
+        assert_eq!(l.error_code, None);
+        assert_eq!(l.message, "zebra 8.4.4 starting: vty@2601");
+        let e = LogLine::parse(
+            "zebra",
+            "2026/11/23 19:19:19 ZEBRA: [NNACN-54BDA][EC 4043309110] Disabling MPLS support (no kernel support)",
+        )
+        .expect("a line");
+        assert_eq!((e.id.as_deref(), e.error_code), (Some("NNACN-54BDA"), Some(4043309110)));
+        assert_eq!(e.message, "Disabling MPLS support (no kernel support)");
+        let odd = LogLine::parse("bgpd", "  in thread_call at lib/thread.c:2000").expect("kept");
+        assert_eq!((odd.time.as_str(), odd.message.as_str()), ("", "  in thread_call at lib/thread.c:2000"));
+        assert_eq!(LogLine::parse("bgpd", "   "), None);
+    }
 }

@@ -75,6 +75,21 @@ async fn ospf_routers_connect_their_lans_and_leave_nothing_behind() {
         "{config}"
     );
 
+    // The daemons' logs, read once: each daemon's start-up line, and none of them again.
+    let mut cursor = frr::LogCursor::default();
+    let logs = r1.read_logs(&mut cursor);
+    for daemon in ["zebra", "staticd", "ospfd"] {
+        assert!(
+            logs.iter().any(|l| l.daemon == daemon
+                && l.message.starts_with(&format!("{daemon} "))
+                && l.message.contains("starting")),
+            "no start-up line of {daemon} in {logs:?}"
+        );
+    }
+    assert!(logs.iter().all(|l| !l.time.is_empty()), "{logs:?}");
+    let again = r1.read_logs(&mut cursor);
+    assert!(again.iter().all(|l| !l.message.contains("starting")), "read twice: {again:?}");
+
     let ns = net.ns_name("r1").expect("ns").to_string();
     net.teardown();
     assert!(!std::path::Path::new(frr::RUN_DIR).join(&ns).exists());
