@@ -929,8 +929,24 @@ pub fn read_only(command: &Command) -> Result<(), String> {
             let at = args.iter().position(|a| a == object).unwrap_or(0);
             let action = args.get(at + 1).map(String::as_str);
             const OBJECTS: &[&str] = &[
-                "a", "addr", "address", "l", "link", "r", "ro", "route", "n", "neigh", "neighbor",
-                "neighbour", "ru", "rule", "maddr", "netconf", "ntable", "token",
+                "a",
+                "addr",
+                "address",
+                "l",
+                "link",
+                "r",
+                "ro",
+                "route",
+                "n",
+                "neigh",
+                "neighbor",
+                "neighbour",
+                "ru",
+                "rule",
+                "maddr",
+                "netconf",
+                "ntable",
+                "token",
             ];
             if !OBJECTS.contains(&object) {
                 return not("`ip` reads addr, link, route, neigh, rule, maddr, netconf, ntable, token");
@@ -968,15 +984,15 @@ pub fn read_only(command: &Command) -> Result<(), String> {
                     continue;
                 }
                 let ok = match arg.as_str() {
-                    "--list" | "--list-rules" | "--numeric" | "--verbose" | "--exact" | "--line-numbers" => true,
+                    "--list" | "--list-rules" | "--numeric" | "--verbose" | "--exact" | "--line-numbers" => {
+                        true
+                    }
                     "-t" | "--table" => {
                         table_next = true;
                         true
                     }
                     a if a.starts_with("--") => false,
-                    a if a.starts_with('-') => {
-                        a.len() > 1 && a[1..].chars().all(|c| "SLnvx".contains(c))
-                    }
+                    a if a.starts_with('-') => a.len() > 1 && a[1..].chars().all(|c| "SLnvx".contains(c)),
                     _ => true,
                 };
                 if !ok {
@@ -992,22 +1008,43 @@ pub fn read_only(command: &Command) -> Result<(), String> {
             }
         }
         "iptables-save" | "ip6tables-save" | "ss" | "netstat" | "hostname" => {
-            if program == "ss" && dashes().any(|a| a == "--kill" || (!a.starts_with("--") && a.contains('K'))) {
+            if program == "ss" && dashes().any(|a| a == "--kill" || (!a.starts_with("--") && a.contains('K')))
+            {
                 return not("`ss -K` closes sockets");
             }
             Ok(())
         }
         "sysctl" => {
-            if args.iter().any(|a| a.contains('=')) || dashes().any(|a| a == "--write" || (!a.starts_with("--") && a.contains('w'))) {
+            if args.iter().any(|a| a.contains('='))
+                || dashes().any(|a| a == "--write" || (!a.starts_with("--") && a.contains('w')))
+            {
                 return not("`sysctl` reads a key; KEY=VALUE and -w write");
             }
             Ok(())
         }
         "ethtool" => {
             const READS: &[&str] = &[
-                "-i", "--driver", "-S", "--statistics", "-k", "--show-features", "--show-offload", "-g",
-                "--show-ring", "-a", "--show-pause", "-c", "--show-coalesce", "-l", "--show-channels",
-                "-T", "--show-time-stamping", "-P", "--show-permaddr", "--show-eee", "--show-fec",
+                "-i",
+                "--driver",
+                "-S",
+                "--statistics",
+                "-k",
+                "--show-features",
+                "--show-offload",
+                "-g",
+                "--show-ring",
+                "-a",
+                "--show-pause",
+                "-c",
+                "--show-coalesce",
+                "-l",
+                "--show-channels",
+                "-T",
+                "--show-time-stamping",
+                "-P",
+                "--show-permaddr",
+                "--show-eee",
+                "--show-fec",
             ];
             match (args.len(), args.first().map(String::as_str)) {
                 (1, Some(iface)) if !iface.starts_with('-') => Ok(()),
@@ -1020,7 +1057,8 @@ pub fn read_only(command: &Command) -> Result<(), String> {
             if ok { Ok(()) } else { not("`arp` reads with -n, -a, -e, -v, -i IFACE") }
         }
         "route" => {
-            let ok = words.is_empty() && dashes().all(|a| !a.starts_with("--") && a[1..].chars().all(|c| "nevFC".contains(c)));
+            let ok = words.is_empty()
+                && dashes().all(|a| !a.starts_with("--") && a[1..].chars().all(|c| "nevFC".contains(c)));
             if ok { Ok(()) } else { not("`route` reads with -n, -e, -v (add/del change state)") }
         }
         "ifconfig" => {

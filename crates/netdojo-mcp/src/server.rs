@@ -343,12 +343,16 @@ impl NetworkServer {
     /// The `network` capability object of the devices behind this server.
     pub fn capability(&self) -> Value {
         let live = self.link.live_now();
-        let devices: Vec<&Device> = match (&live, &self.scope_device) {
-            (Some(l), Some(d)) => l.devices.devices.get(d).map(|d| vec![d.as_ref()]).unwrap_or_default(),
-            (Some(l), None) => l.devices.devices.values().map(AsRef::as_ref).collect(),
+        tools::capability(&self.devices_in_scope(live.as_ref()), &self.settings)
+    }
+
+    /// The devices this server speaks for.
+    fn devices_in_scope<'a>(&self, live: Option<&'a Live>) -> Vec<&'a Device> {
+        match (live, &self.scope_device) {
+            (Some(l), Some(d)) => l.devices.devices.get(d).map(|d| vec![d]).unwrap_or_default(),
+            (Some(l), None) => l.devices.devices.values().collect(),
             (None, _) => vec![],
-        };
-        tools::capability(&devices, &self.settings)
+        }
     }
 
     async fn live(&self) -> Result<Live, ErrorData> {
@@ -357,12 +361,14 @@ impl NetworkServer {
 
     fn tools_list(&self, role: Role, live: Option<&Live>) -> Vec<Tool> {
         let scope = self.scope(live);
-        let mut specs = tools::tool_specs(&scope, &self.settings);
+        let devices = self.devices_in_scope(live);
+        let linux = devices.first().is_some_and(|d| matches!(d, Device::Linux(_)));
+        let mut specs = tools::tool_specs_for(&scope, &self.settings, linux);
         specs.push(tools::done_spec());
         specs
             .into_iter()
             .map(|spec| {
-                let available = tools::available(&spec.name);
+                let available = spec.name == DONE || tools::available(&spec.name, &devices);
                 let mut annotations = ToolAnnotations::new()
                     .read_only(!WRITES.contains(&spec.name.as_str()) && spec.name != DONE)
                     .open_world(false);
@@ -373,7 +379,8 @@ impl NetworkServer {
                 let mut meta = JsonObject::new();
                 meta.insert("available".into(), json!(available));
                 if !available {
-                    meta.insert("downgrade".into(), json!(tools::CONFIGURE));
+                    let downgrade = if spec.name == tools::YANG_GET { tools::EXEC } else { tools::CONFIGURE };
+                    meta.insert("downgrade".into(), json!(downgrade));
                 }
                 if role == Role::ReadOnly && WRITES.contains(&spec.name.as_str()) {
                     meta.insert("allowed".into(), json!(false));
@@ -430,14 +437,11 @@ impl NetworkServer {
             let r = |path: &str, title: &str, mime: &str| {
                 Resource::new(self.uri(&name, path), format!("{name} {title}")).with_mime_type(mime)
             };
-            out.push(r("interfaces", "interfaces", "application/yang-data+json"));
+            let mime = device.interfaces_mime();
+            out.push(r("interfaces", "interfaces", mime));
             for iface in device.interfaces().await.map_err(ErrorData::from)? {
                 if let Some(i) = iface["name"].as_str() {
-                    out.push(r(
-                        &format!("interface/{i}"),
-                        &format!("interface {i}"),
-                        "application/yang-data+json",
-                    ));
+                    out.push(r(&format!("interface/{i}"), &format!("interface {i}"), mime));
                 }
             }
             out.push(r("routing/ipv4/route-table", "IPv4 route table", "application/json"));
@@ -460,9 +464,8 @@ impl NetworkServer {
             |v: &Value, mime: &str| ResourceContents::text(v.to_string(), uri).with_mime_type(mime);
         let contents = match path {
             "interfaces" => {
-                let data =
-                    device.yang_get("/frr-interface:lib", "operational").await.map_err(ErrorData::from)?;
-                json_contents(&data, "application/yang-data+json")
+                let data = device.interfaces_doc().await.map_err(ErrorData::from)?;
+                json_contents(&data, device.interfaces_mime())
             }
             "routing/ipv4/route-table" => {
                 // Paged: `?cursor=N` starts at route N; the page says where the next starts.
@@ -489,10 +492,7 @@ impl NetworkServer {
                 let one = all.into_iter().find(|i| i["name"] == iface).ok_or_else(|| {
                     ErrorData::resource_not_found(format!("{name} has no interface `{iface}`"), None)
                 })?;
-                json_contents(
-                    &json!({"frr-interface:lib": {"interface": [one]}}),
-                    "application/yang-data+json",
-                )
+                json_contents(&device.interface_doc(one), device.interfaces_mime())
             }
             p if p.starts_with("file/") => {
                 let text = device.pull(&p["file/".len()..]).await.map_err(ErrorData::from)?;
