@@ -1291,6 +1291,47 @@ mod linux_devices {
         let running = running["structuredContent"]["content"].as_str().expect("content").to_string();
         assert!(running.contains("### ip route show table all") && running.contains("r0-eth1"), "{running}");
 
+        // A commit stops at the first command that fails; the rest do not run.
+        let staged = stdio
+            .request(
+                "tools/call",
+                json!({"name": "network.cli.configure", "arguments": {"device": "r0",
+                    "commands": ["ip route del 10.123.0.0/24", "ip link set r0-eth1 mtu 1400", "rm -rf /"]}}),
+            )
+            .await;
+        let staged = &staged["result"];
+        assert_eq!(staged["isError"], true, "a refused command makes the answer an error: {staged}");
+        let results = staged["structuredContent"]["results"].as_array().expect("results").clone();
+        assert_eq!(staged["structuredContent"]["ok"], false, "{staged}");
+        assert_eq!(
+            results.iter().map(|r| r["status"].as_str().unwrap_or("")).collect::<Vec<_>>(),
+            ["success", "success", "error"],
+            "the sandbox's parser refuses `rm`, the others are staged: {staged}"
+        );
+        let failed = stdio
+            .request("tools/call", json!({"name": "network.commit", "arguments": {"device": "r0"}}))
+            .await;
+        assert_eq!(error_code(&failed), -32084, "{failed}");
+        let statuses: Vec<&str> = failed["error"]["data"]["details"]["results"]
+            .as_array()
+            .expect("per-command results")
+            .iter()
+            .filter_map(|r| r["status"].as_str())
+            .collect();
+        assert_eq!(statuses, ["error", "skipped"], "{failed}");
+        let link =
+            stdio.tool("network.cli.exec", json!({"device": "r0", "command": "ip link show r0-eth1"})).await;
+        let link = link["structuredContent"]["output"].as_str().expect("output").to_string();
+        assert!(link.contains("mtu 1500"), "the skipped command did not run: {link}");
+        // target running: at once.
+        let now = stdio
+            .tool(
+                "network.cli.configure",
+                json!({"device": "r0", "target": "running", "commands": ["ip link set r0-eth1 mtu 1500"]}),
+            )
+            .await;
+        assert_eq!(now["structuredContent"]["ok"], true, "{now}");
+
         // The repair: staged (checked, not run), a confirmed commit refused, then committed.
         let commands: Vec<&str> = fix.iter().map(|(_, c)| c.as_str()).collect();
         let staged = stdio.tool("network.cli.configure", json!({"device": "r0", "commands": commands})).await;
@@ -1313,7 +1354,7 @@ mod linux_devices {
         assert_eq!(record.agent, "mcp");
         assert_eq!(verdict(&record), verdict(&oracle), "scored as the oracle is");
         // Every call that reached the runner is a step, the refused exec calls included.
-        assert_eq!(record.steps, 2 + 4 + 2 + 1 + 1 + 1 + 1, "{record:?}");
+        assert_eq!(record.steps, 2 + 4 + 2 + 1 + 4 + 1 + 1 + 1, "{record:?}");
         let run_dir = done["structuredContent"]["run_dir"].as_str().expect("run dir").to_string();
         let store = netdojo_core::store::RunDir::inspect(&run_dir).expect("a run directory");
         let trajectory = store.trajectory(&task.id).expect("trajectory");
