@@ -154,7 +154,8 @@ impl LinuxDevice {
         let command = self.parse(line)?;
         exec::read_only(&command).map_err(|why| {
             NetError::InvalidParams(format!(
-                "{} refused: network.cli.exec runs read-only commands; use network.cli.configure",
+                "device {}: refused: {}; network.cli.exec runs read-only commands, use network.cli.configure",
+                self.name,
                 redact(&why)
             ))
         })?;

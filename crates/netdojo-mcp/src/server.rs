@@ -185,13 +185,18 @@ fn prompts() -> Vec<Prompt> {
     ]
 }
 
-fn prompt_text(name: &str, args: &JsonObject) -> Result<String, ErrorData> {
+/// The prompt `name` for a device; `linux`: the device is a Linux node (iproute2 commands,
+/// no confirmed commit).
+fn prompt_text(name: &str, args: &JsonObject, linux: bool) -> Result<String, ErrorData> {
     let get = |k: &str| -> Result<String, ErrorData> {
         args.get(k)
             .and_then(Value::as_str)
             .map(str::to_string)
             .ok_or_else(|| invalid(format!("prompt {name}: missing argument `{k}`")))
     };
+    if linux {
+        return linux_prompt_text(name, args, get);
+    }
     Ok(match name {
         "network.troubleshoot.ping-fail" => {
             let (device, dst) = (get("device")?, get("destination")?);
@@ -226,6 +231,51 @@ fn prompt_text(name: &str, args: &JsonObject) -> Result<String, ErrorData> {
                  filters missing on external BGP peers, static routes to unexpected next hops, \
                  interfaces that are up and unused. List each finding with the line and a fix; \
                  change nothing."
+            )
+        }
+        other => return Err(invalid(format!("unknown prompt `{other}`"))),
+    })
+}
+
+fn linux_prompt_text(
+    name: &str,
+    args: &JsonObject,
+    get: impl Fn(&str) -> Result<String, ErrorData>,
+) -> Result<String, ErrorData> {
+    Ok(match name {
+        "network.troubleshoot.ping-fail" => {
+            let (device, dst) = (get("device")?, get("destination")?);
+            format!(
+                "A ping from {device} to {dst} fails. Find out why, step by step, with read-only \
+                 tools first: network.cli.exec `ip route get {dst}` on {device} (is there a route, \
+                 which next hop and interface?), `ip -br addr` and `ip -br link` (are the \
+                 interfaces up, with the right addresses?), then on the next hop `sysctl \
+                 net.ipv4.ip_forward`, `ip route`, `iptables -S` and `tc qdisc show` (forwarding \
+                 off, a wrong route, a DROP rule or a shaper?). Say what is wrong before proposing \
+                 a change; make changes with network.cli.configure and network.commit (this \
+                 device has no rollback: change one thing at a time)."
+            )
+        }
+        "network.config.add-vlan" => {
+            let (device, vlan, parent) = (get("device")?, get("vlan")?, get("interface")?);
+            let address = args.get("address").and_then(Value::as_str).unwrap_or("(none)");
+            format!(
+                "Add VLAN {vlan} on {device} as link {parent}.{vlan} with address {address}. Check \
+                 with network.cli.exec `ip -d link show {parent}.{vlan}` that it does not exist \
+                 yet, stage `ip link add link {parent} name {parent}.{vlan} type vlan id {vlan}`, \
+                 `ip addr add {address} dev {parent}.{vlan}` and `ip link set {parent}.{vlan} up` \
+                 with network.cli.configure, commit with network.commit (no confirmed commit on \
+                 this device), then check reachability."
+            )
+        }
+        "network.security.audit" => {
+            let device = get("device")?;
+            format!(
+                "Audit {device}, a Linux node. Pull its state with network.file.pull \
+                 (running-config) and check: IP forwarding on where the node is not a router, \
+                 reverse-path filtering off, accept_redirects on, firewall policies that accept \
+                 everything (iptables -S, nft list ruleset), listening sockets (ss -ltn), \
+                 addresses and routes nobody expects. List each finding with a fix; change nothing."
             )
         }
         other => return Err(invalid(format!("unknown prompt `{other}`"))),
@@ -712,7 +762,14 @@ impl ServerHandler for NetworkServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
         let args = request.arguments.unwrap_or_default();
-        let text = prompt_text(&request.name, &args)?;
+        // The device named (or this server's own) decides the dialect of the prompt.
+        let device =
+            args.get("device").and_then(Value::as_str).map(str::to_string).or(self.scope_device.clone());
+        let linux = match (self.link.live_now(), device) {
+            (Some(live), Some(d)) => live.devices.get(&d).is_ok_and(|d| matches!(d, Device::Linux(_))),
+            _ => false,
+        };
+        let text = prompt_text(&request.name, &args, linux)?;
         Ok(GetPromptResult::new(vec![PromptMessage::new_text(MsgRole::User, text)]).into())
     }
 }

@@ -1291,6 +1291,16 @@ mod linux_devices {
         let running = running["structuredContent"]["content"].as_str().expect("content").to_string();
         assert!(running.contains("### ip route show table all") && running.contains("r0-eth1"), "{running}");
 
+        // Prompts speak the device's dialect.
+        let prompt = stdio
+            .request(
+                "prompts/get",
+                json!({"name": "network.troubleshoot.ping-fail", "arguments": {"device": "h1", "destination": "192.168.2.100"}}),
+            )
+            .await;
+        let text = prompt["result"]["messages"].to_string();
+        assert!(text.contains("ip route get 192.168.2.100") && !text.contains("show ip route"), "{prompt}");
+
         // A commit stops at the first command that fails; the rest do not run.
         let staged = stdio
             .request(
