@@ -971,7 +971,12 @@ pub fn read_only(command: &Command) -> Result<(), String> {
                 _ => not(&format!("`{program}` reads {} with show", objects.join(", "))),
             }
         }
+        // nft joins its arguments into one script, where `;` and braces start another command
+        // (`nft list ruleset ; flush ruleset`): one `list` command, nothing more.
         "nft" => match words.first() {
+            _ if args.iter().any(|a| a.contains([';', '{', '}'])) => {
+                not("`;` and braces start another nft command; send one `nft list ...`")
+            }
             Some(&"list") => Ok(()),
             _ => not("`nft` reads with `nft list ...`"),
         },
@@ -1008,7 +1013,9 @@ pub fn read_only(command: &Command) -> Result<(), String> {
             }
         }
         "iptables-save" | "ip6tables-save" | "ss" | "netstat" | "hostname" => {
-            if program == "ss" && dashes().any(|a| a == "--kill" || (!a.starts_with("--") && a.contains('K')))
+            // getopt takes any unambiguous abbreviation: `--k` may be `--kill`.
+            if program == "ss"
+                && dashes().any(|a| a.starts_with("--k") || (!a.starts_with("--") && a.contains('K')))
             {
                 return not("`ss -K` closes sockets");
             }
@@ -1016,7 +1023,7 @@ pub fn read_only(command: &Command) -> Result<(), String> {
         }
         "sysctl" => {
             if args.iter().any(|a| a.contains('='))
-                || dashes().any(|a| a == "--write" || (!a.starts_with("--") && a.contains('w')))
+                || dashes().any(|a| a.starts_with("--w") || (!a.starts_with("--") && a.contains('w')))
             {
                 return not("`sysctl` reads a key; KEY=VALUE and -w write");
             }
@@ -1520,6 +1527,10 @@ mod tests {
             "ifconfig r0-eth1 down",
             "ifconfig r0-eth1 10.0.0.9",
             "ss -K dst 10.0.0.2",
+            "ss --ki dst 10.0.0.2",
+            "nft list ruleset ; flush ruleset",
+            "nft 'list ruleset; flush ruleset'",
+            "nft list table inet t { }",
             "bridge fdb add 00:11:22:33:44:55 dev s1-eth1",
         ] {
             let why = read_only(&ok(line)).expect_err(line);
