@@ -741,16 +741,16 @@ impl Device {
         }
     }
 
-    /// §3 `supportsRollback`.
+    /// §3 `supportsRollback`: both kinds (a Linux node's by snapshot and restore).
     pub fn supports_rollback(&self) -> bool {
-        matches!(self, Self::Frr(_))
+        true
     }
 
     /// Whether the device backs `tool` (`_meta.available` in tools/list).
     pub fn offers(&self, tool: &str) -> bool {
         match self {
             Self::Frr(_) => tool != tools::YANG_EDIT,
-            Self::Linux(_) => ![tools::YANG_GET, tools::YANG_EDIT, tools::ROLLBACK].contains(&tool),
+            Self::Linux(_) => ![tools::YANG_GET, tools::YANG_EDIT].contains(&tool),
         }
     }
 
@@ -780,14 +780,14 @@ impl Device {
     ) -> Result<Value, NetError> {
         match self {
             Self::Frr(d) => d.commit(confirmed, timeout, comment).await,
-            Self::Linux(d) => d.commit(confirmed, comment).await,
+            Self::Linux(d) => d.commit(confirmed, timeout, comment).await,
         }
     }
 
     pub async fn rollback(&self, id: Option<u64>) -> Result<Value, NetError> {
         match self {
             Self::Frr(d) => d.rollback(id).await,
-            Self::Linux(d) => d.rollback(),
+            Self::Linux(d) => d.rollback(id).await,
         }
     }
 
@@ -862,8 +862,9 @@ impl Device {
 
     /// Stops a pending confirmation timer (the episode is over).
     pub async fn shutdown(&self) {
-        if let Self::Frr(d) = self {
-            d.shutdown().await;
+        match self {
+            Self::Frr(d) => d.shutdown().await,
+            Self::Linux(d) => d.shutdown().await,
         }
     }
 }

@@ -133,8 +133,9 @@ pub fn routing_brief(devices: &[String], pingall: &str) -> String {
          `sysctl net.ipv4.ip_forward`) and the network:/// resources; stage changes with \
          network.cli.configure (e.g. `ip route add ...`, one command per item, no shell, no sudo, \
          no vtysh) and run them with network.commit. Every call is a step and answers with the \
-         latest pingall. There is no rollback on these devices. Call `done` when the network is \
-         repaired.\n\nLatest pingall:\n{pingall}",
+         latest pingall. network.commit is all or nothing, `confirmed` commits roll back on their \
+         own unless confirmed, and network.rollback undoes a commit. Call `done` when the network \
+         is repaired.\n\nLatest pingall:\n{pingall}",
         devices.join(", ")
     )
 }

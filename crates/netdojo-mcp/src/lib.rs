@@ -25,6 +25,7 @@ pub mod device;
 pub mod episode;
 pub mod error;
 pub mod linux;
+pub mod linux_state;
 pub mod redact;
 pub mod serve;
 pub mod server;

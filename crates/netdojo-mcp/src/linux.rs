@@ -7,11 +7,12 @@
 //! `network.cli.exec` adds [`exec::read_only`]: only show/list forms run. The candidate is
 //! command lines the sandbox's parser accepted, not run; `network.commit` runs them in order.
 //!
-//! There is no rollback: restoring a node's whole kernel state (addresses, routes of every
-//! table, rules, links, neighbours, nftables, iptables, qdiscs, sysctls) exactly is not built,
-//! so the device says `supportsRollback: false` and confirmed commits, `network.rollback` and
-//! `network.file.push` answer -32084 (docs/mcp.md). `running-config` is a read-only report of
-//! that state.
+//! Rollback: before each commit the node's state is read ([`crate::linux_state::Snapshot`]:
+//! links, addresses, routes of every table, rules, permanent neighbours, net.* sysctls,
+//! iptables, nftables, qdiscs); a rollback, an unconfirmed confirmed commit and a commit with a
+//! failing command put it back and then compare the whole state with it (-32085 when a part
+//! differs). `running-config` is a read-only report of that state; `network.file.push
+//! running-config` answers -32084.
 
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -19,11 +20,14 @@ use std::time::Duration;
 use netdojo_linux::exec::{self, Policy};
 use netdojo_linux::network::Network;
 use netdojo_netconf::env::CommandResult;
+use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::sync::{Mutex, broadcast};
+use tokio::task::JoinHandle;
 
 use crate::device::{Changed, Event, Settings};
 use crate::error::NetError;
+use crate::linux_state::{self, Snapshot};
 use crate::redact::redact;
 
 /// The CLI dialect a Linux device speaks (§3 `cliDialect`).
@@ -45,10 +49,34 @@ const REPORT: &[&str] = &[
     "tc qdisc show",
 ];
 
+/// One commit of the device's history.
+#[derive(Debug, Clone, Serialize)]
+pub struct LinuxCommit {
+    pub id: u64,
+    pub kind: &'static str,
+    pub comment: String,
+    pub commands: Vec<String>,
+    /// Why a rollback cannot undo it all (a command changed something outside the snapshot).
+    pub outside: Option<String>,
+    /// The state before it: what a rollback of it puts back.
+    #[serde(skip)]
+    pub before: Snapshot,
+}
+
+#[derive(Debug)]
+struct Pending {
+    commit: u64,
+    timer: JoinHandle<()>,
+}
+
 #[derive(Debug, Default)]
 struct State {
     candidate: Vec<String>,
     next_id: u64,
+    history: Vec<LinuxCommit>,
+    pending: Option<Pending>,
+    /// A confirmed commit expired and was rolled back; told once, to the next commit.
+    expired: Option<String>,
 }
 
 /// One Linux node.
@@ -60,18 +88,6 @@ pub struct LinuxDevice {
     startup: String,
     state: Mutex<State>,
     events: broadcast::Sender<Event>,
-}
-
-/// The answer when a feature a Linux device does not have is asked for (§7: the device cannot
-/// take this configuration operation).
-fn unsupported(device: &str, what: &str) -> NetError {
-    NetError::ConfigIncompatible {
-        message: format!(
-            "device {device}: {what} is not available on this Linux device (supportsRollback: false); \
-             stage with network.cli.configure and commit without `confirmed`"
-        ),
-        details: json!({"available": false, "supportsRollback": false}),
-    }
 }
 
 impl LinuxDevice {
@@ -246,54 +262,242 @@ impl LinuxDevice {
         self.state.lock().await.candidate.clone()
     }
 
-    /// Runs the candidate in order. No confirmed commit (there is no rollback): -32084. A
-    /// command that fails stops the commit; those before it stay applied, and the answer
-    /// (-32084) lists each command's status.
-    pub async fn commit(&self, confirmed: bool, comment: &str) -> Result<Value, NetError> {
-        if confirmed {
-            return Err(unsupported(&self.name, "a confirmed commit (it needs a rollback)"));
-        }
+    /// The node's state now, for a rollback.
+    async fn snapshot(&self) -> Result<Snapshot, NetError> {
+        linux_state::snapshot(&self.ns()?, self.settings.exec_timeout).await
+    }
+
+    async fn restore(&self, to: &Snapshot) -> Result<Vec<String>, NetError> {
+        linux_state::restore(&self.ns()?, to, self.settings.exec_timeout).await.map_err(|e| match e {
+            NetError::RollbackFailed(m) => NetError::RollbackFailed(format!("device {}: {m}", self.name)),
+            other => other,
+        })
+    }
+
+    fn emit(&self, event: &'static str, level: &'static str, changed: Option<Changed>, data: Value) {
+        let mut data = crate::redact::redact_json(&data);
+        data["device"] = json!(self.name);
+        let _ = self.events.send(Event { device: self.name.clone(), event, level, changed, data });
+    }
+
+    fn record(
+        state: &mut State,
+        kind: &'static str,
+        comment: String,
+        commands: Vec<String>,
+        before: Snapshot,
+        outside: Option<String>,
+    ) -> u64 {
+        let id = state.next_id;
+        state.next_id += 1;
+        state.history.push(LinuxCommit { id, kind, comment, commands, before, outside });
+        id
+    }
+
+    /// Runs the candidate in order, all or nothing: when a command fails, the state from before
+    /// the commit is put back and the answer (-32084) gives each command's status. A confirmed
+    /// commit rolls back on its own unless a later commit confirms it within `timeout` (at
+    /// most `rollbackTimeout`).
+    pub async fn commit(
+        self: &Arc<Self>,
+        confirmed: bool,
+        timeout: Option<Duration>,
+        comment: &str,
+    ) -> Result<Value, NetError> {
         let mut state = self.state.lock().await;
-        if state.candidate.is_empty() {
-            return Ok(json!({"device": self.name, "committed": false, "message": "nothing to commit"}));
+        if let Some(message) = state.expired.take() {
+            return Err(NetError::ConfirmedCommitTimeout(message));
         }
-        let commands = std::mem::take(&mut state.candidate);
-        let results = self.apply(&commands).await?;
-        let applied = results.iter().filter(|r| r.status == "success").count();
-        if applied > 0 {
-            self.config_changed(
-                Changed::Running,
-                "commit",
-                json!({"commands": commands, "comment": comment}),
+        let mut confirmed_now = None;
+        if let Some(pending) = state.pending.take() {
+            pending.timer.abort();
+            confirmed_now = Some(pending.commit);
+            self.emit(
+                "netconf-confirmed-commit",
+                "info",
+                None,
+                json!({"confirm-event": "complete", "commit": pending.commit}),
             );
         }
+        if state.candidate.is_empty() {
+            return Ok(json!({"device": self.name, "committed": false, "confirmed": confirmed_now,
+                "message": if confirmed_now.is_some() { "confirmed" } else { "nothing to commit" }}));
+        }
+        // A change a rollback cannot put back makes a confirmed commit impossible.
+        let outside = state.candidate.iter().find_map(|c| linux_state::covered(c).err());
+        if confirmed && let Some(why) = &outside {
+            return Err(NetError::ConfigIncompatible {
+                message: format!("device {}: no confirmed commit: {}", self.name, redact(why)),
+                details: json!({"rollback": false}),
+            });
+        }
+        let before = self.snapshot().await?;
+        let commands = std::mem::take(&mut state.candidate);
+        let results = self.apply(&commands).await?;
         if let Some(first) = results.iter().find(|r| r.status == "error") {
+            let undone = self.restore(&before).await.map_err(|e| {
+                NetError::RollbackFailed(format!(
+                    "the commit failed at `{}` and undoing it failed too: {e}",
+                    redact(&first.command)
+                ))
+            })?;
+            // What ran and lies outside the snapshot is still in effect.
+            let stuck = results
+                .iter()
+                .filter(|r| r.status == "success")
+                .find_map(|r| linux_state::covered(&r.command).err());
+            if let Some(why) = stuck {
+                return Err(NetError::RollbackFailed(format!(
+                    "device {}: `{}` failed; the commit was undone except: {}",
+                    self.name,
+                    redact(&first.command),
+                    redact(&why)
+                )));
+            }
             return Err(NetError::ConfigIncompatible {
                 message: format!(
-                    "device {}: `{}` failed: {}; the {applied} command(s) before it were applied and stay applied (this device has no rollback), the rest were not run",
+                    "device {}: `{}` failed: {}; nothing was committed (the state from before the commit is back)",
                     self.name,
                     redact(&first.command),
                     redact(&first.error)
                 ),
-                details: json!({"results": results}),
+                details: json!({"results": results, "undone_with": undone}),
             });
         }
-        let id = state.next_id;
-        state.next_id += 1;
-        Ok(
-            json!({"device": self.name, "committed": true, "commit": id, "results": results, "confirmed": null}),
-        )
+        let kind = if confirmed { "commit-confirmed" } else { "commit" };
+        let id = Self::record(&mut state, kind, comment.into(), commands, before, outside);
+        self.config_changed(
+            Changed::Running,
+            "commit",
+            json!({"commit": id, "confirmed": confirmed, "comment": comment}),
+        );
+        let mut answer = json!({"device": self.name, "committed": true, "commit": id, "results": results,
+            "confirmed": confirmed_now});
+        if confirmed {
+            let wait = timeout.unwrap_or(self.settings.rollback_timeout).min(self.settings.rollback_timeout);
+            let device = Arc::clone(self);
+            let timer = tokio::spawn(async move {
+                tokio::time::sleep(wait).await;
+                device.expire(id, wait).await;
+            });
+            state.pending = Some(Pending { commit: id, timer });
+            self.emit(
+                "netconf-confirmed-commit",
+                "info",
+                None,
+                json!({"confirm-event": "start", "commit": id, "timeout_s": wait.as_secs_f64()}),
+            );
+            answer["rollback_in_s"] = json!(wait.as_secs_f64());
+            answer["message"] = json!(format!(
+                "committed; call network.commit again within {:.0} s to confirm, or it rolls back",
+                wait.as_secs_f64()
+            ));
+        }
+        Ok(answer)
     }
 
-    /// No rollback on this device.
-    pub fn rollback(&self) -> Result<Value, NetError> {
-        Err(unsupported(&self.name, "network.rollback"))
+    /// The confirmed commit `id` was not confirmed in time: back to the state before it.
+    async fn expire(&self, id: u64, waited: Duration) {
+        let mut state = self.state.lock().await;
+        if state.pending.as_ref().map(|p| p.commit) != Some(id) {
+            return;
+        }
+        state.pending = None;
+        let Some(commit) = state.history.iter().find(|c| c.id == id).cloned() else { return };
+        let current = self.snapshot().await;
+        let restored = self.restore(&commit.before).await;
+        let message = match &restored {
+            Ok(_) => {
+                if let Ok(current) = current {
+                    Self::record(
+                        &mut state,
+                        "rollback-unconfirmed",
+                        format!("commit {id} not confirmed"),
+                        vec![],
+                        current,
+                        None,
+                    );
+                }
+                format!(
+                    "commit {id} was not confirmed within {:.0} s and was rolled back",
+                    waited.as_secs_f64()
+                )
+            }
+            Err(e) => format!(
+                "commit {id} was not confirmed within {:.0} s; rolling it back failed: {e}",
+                waited.as_secs_f64()
+            ),
+        };
+        tracing::warn!(device = %self.name, "{message}");
+        self.emit(
+            "netconf-confirmed-commit",
+            if restored.is_ok() { "warning" } else { "error" },
+            Some(Changed::Running),
+            json!({"confirm-event": "timeout", "commit": id, "rolled_back": restored.is_ok(), "message": message}),
+        );
+        state.expired = Some(message);
+    }
+
+    /// Undoes commit `id` and every one after it (default: the last one).
+    pub async fn rollback(&self, id: Option<u64>) -> Result<Value, NetError> {
+        let mut state = self.state.lock().await;
+        let target = match id {
+            Some(id) => state.history.iter().find(|c| c.id == id).cloned(),
+            None => state.history.last().cloned(),
+        };
+        let Some(target) = target else {
+            let ids: Vec<u64> = state.history.iter().map(|c| c.id).collect();
+            return Err(NetError::RollbackFailed(match id {
+                Some(id) => {
+                    format!("device {}: no commit {id} to roll back to (commits: {ids:?})", self.name)
+                }
+                None => format!("device {}: no commit to roll back", self.name),
+            }));
+        };
+        // Refused before anything changes: a commit from the target on changed what a restore
+        // cannot put back.
+        if let Some(c) = state.history.iter().find(|c| c.id >= target.id && c.outside.is_some()) {
+            return Err(NetError::RollbackFailed(format!(
+                "device {}: cannot roll back to before commit {}: commit {} ran {}",
+                self.name,
+                target.id,
+                c.id,
+                redact(c.outside.as_deref().unwrap_or_default())
+            )));
+        }
+        if let Some(pending) = state.pending.take() {
+            pending.timer.abort();
+        }
+        let current = self.snapshot().await?;
+        let restored = self.restore(&target.before).await;
+        self.config_changed(
+            Changed::Running,
+            "rollback",
+            json!({"rolled_back_to_before": target.id, "ok": restored.is_ok()}),
+        );
+        let ran = restored?;
+        let id = Self::record(
+            &mut state,
+            "rollback",
+            format!("rollback of commit {}", target.id),
+            vec![],
+            current,
+            None,
+        );
+        Ok(json!({"device": self.name, "rolled_back_to_before": target.id, "commit": id, "ran": ran}))
+    }
+
+    /// Stops a pending confirmation timer (the episode is over).
+    pub async fn shutdown(&self) {
+        if let Some(p) = self.state.lock().await.pending.take() {
+            p.timer.abort();
+        }
     }
 
     /// The state report: each section's command and its output.
     pub async fn running(&self) -> Result<String, NetError> {
         let mut text = format!(
-            "# {}: state of Linux node {} (a report, not a script: this device has no file.push)\n",
+            "# {}: state of Linux node {} (a report, not a script: it cannot be pushed)\n",
             DIALECT, self.name
         );
         for line in REPORT {
@@ -358,9 +562,13 @@ impl LinuxDevice {
                 self.config_changed(Changed::Candidate, "push", json!({"lines": state.candidate.len()}));
                 Ok(json!({"device": self.name, "file": file, "lines": state.candidate.len()}))
             }
-            "running-config" => {
-                Err(unsupported(&self.name, "network.file.push running-config (restoring a state report)"))
-            }
+            "running-config" => Err(NetError::ConfigIncompatible {
+                message: format!(
+                    "device {}: running-config is a report of the node's state, not a script: it cannot be pushed; use network.cli.configure, network.commit and network.rollback",
+                    self.name
+                ),
+                details: json!({"available": false}),
+            }),
             other => Err(NetError::InvalidParams(format!(
                 "cannot push `{other}` (files: running-config, candidate-config)"
             ))),
@@ -397,18 +605,12 @@ impl LinuxDevice {
         })
     }
 
+    /// A configuration change (RFC 6470 `netconf-config-change`).
     fn config_changed(&self, changed: Changed, operation: &str, data: Value) {
-        let mut data = crate::redact::redact_json(&data);
+        let mut data = data;
         data["operation"] = json!(operation);
         data["datastore"] = json!(if changed == Changed::Running { "running" } else { "candidate" });
-        data["device"] = json!(self.name);
-        let _ = self.events.send(Event {
-            device: self.name.clone(),
-            event: "netconf-config-change",
-            level: "notice",
-            changed: Some(changed),
-            data,
-        });
+        self.emit("netconf-config-change", "notice", Some(changed), data);
     }
 }
 

@@ -252,8 +252,8 @@ fn linux_prompt_text(
                  interfaces up, with the right addresses?), then on the next hop `sysctl \
                  net.ipv4.ip_forward`, `ip route`, `iptables -S` and `tc qdisc show` (forwarding \
                  off, a wrong route, a DROP rule or a shaper?). Say what is wrong before proposing \
-                 a change; make changes with network.cli.configure and network.commit (this \
-                 device has no rollback: change one thing at a time)."
+                 a change; make changes with network.cli.configure and a confirmed network.commit, \
+                 check the pingall, then confirm with another network.commit."
             )
         }
         "network.config.add-vlan" => {
@@ -264,8 +264,8 @@ fn linux_prompt_text(
                  with network.cli.exec `ip -d link show {parent}.{vlan}` that it does not exist \
                  yet, stage `ip link add link {parent} name {parent}.{vlan} type vlan id {vlan}`, \
                  `ip addr add {address} dev {parent}.{vlan}` and `ip link set {parent}.{vlan} up` \
-                 with network.cli.configure, commit with network.commit (no confirmed commit on \
-                 this device), then check reachability."
+                 with network.cli.configure, commit with network.commit confirmed=true, check \
+                 reachability, then confirm with another network.commit."
             )
         }
         "network.security.audit" => {

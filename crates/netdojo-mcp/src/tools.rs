@@ -44,20 +44,44 @@ pub fn tool_specs_for(scope: &Scope, settings: &Settings, linux: bool) -> Vec<To
     }
     for spec in &mut specs {
         let text = match spec.name.as_str() {
-            EXEC => "Run one read-only command on a Linux node (iproute2 and friends) and return its                  output: ip addr|link|route|neigh|rule show/list/get (also `ip -j ...`), bridge                  fdb|link show, tc qdisc|class|filter show, nft list ..., iptables -S/-L,                  iptables-save, sysctl KEY, ethtool IFACE, arp -n, route -n, ss, netstat. No                  shell: no pipes, `;` or redirections. Anything that changes state is refused."
+            EXEC => "Run one read-only command on a Linux node (iproute2 and friends) and return its \
+                 output: ip addr|link|route|neigh|rule show/list/get (also `ip -j ...`), bridge \
+                 fdb|link show, tc qdisc|class|filter show, nft list ..., iptables -S/-L, \
+                 iptables-save, sysctl KEY, ethtool IFACE, arp -n, route -n, ss, netstat. No \
+                 shell: no pipes, `;` or redirections. Anything that changes state is refused."
                 .to_string(),
-            CONFIGURE => "Send commands that change a Linux node (e.g. `ip route add 10.0.2.0/24 via                  10.0.1.2`, `ip link set r0-eth1 up`, `iptables -D FORWARD 1`, `sysctl -w                  net.ipv4.ip_forward=1`), one per item, no shell. target `candidate` (the                  default) checks each one and stages the accepted ones for network.commit; target                  `running` runs them at once, in order, stopping at the first that fails. Answers                  each command with `success` or its error."
+            CONFIGURE => "Send commands that change a Linux node (e.g. `ip route add 10.0.2.0/24 via \
+                 10.0.1.2`, `ip link set r0-eth1 up`, `iptables -D FORWARD 1`, `sysctl -w \
+                 net.ipv4.ip_forward=1`), one per item, no shell. target `candidate` (the \
+                 default) checks each one and stages the accepted ones for network.commit; target \
+                 `running` runs them at once, in order, stopping at the first that fails. Answers \
+                 each command with `success` or its error."
                 .to_string(),
-            YANG_GET => "Not available on this device (a Linux node has no YANG datastore): use                  network.cli.exec."
+            YANG_GET => "Not available on this device (a Linux node has no YANG datastore): use \
+                 network.cli.exec."
                 .to_string(),
-            YANG_EDIT => "Not available on this device (a Linux node has no YANG datastore): use                  network.cli.configure."
+            YANG_EDIT => "Not available on this device (a Linux node has no YANG datastore): use \
+                 network.cli.configure."
                 .to_string(),
-            COMMIT => "Run the staged candidate on the node, in order; the first command that fails                  stops it (those before it stay applied: this device has no rollback, so there is                  no confirmed commit either)."
+            COMMIT => format!(
+                "Run the staged candidate on the node, in order, all or nothing: when a command \
+                 fails, the node's state from before the commit is put back. With `confirmed`, \
+                 the commit rolls back on its own unless a later network.commit confirms it \
+                 within `timeout_s` (at most and by default {} s).",
+                settings.rollback_timeout.as_secs()
+            ),
+            ROLLBACK => "Roll back to before a previous commit (default: the last one): the node's \
+                 links (up/down, MTU), addresses, routes of every table, rules, permanent \
+                 neighbours, net.* sysctls, iptables/nftables and qdiscs are put back and \
+                 compared with what they were."
                 .to_string(),
-            ROLLBACK => "Not available on this device (supportsRollback: false).".to_string(),
-            PULL => "Read a file: running-config (a report of the node's addresses, links, rules,                  routes of every table, neighbours, sysctls, iptables, nftables and qdiscs),                  startup-config (the same report at the start of the episode) or candidate-config                  (the staged commands)."
+            PULL => "Read a file: running-config (a report of the node's addresses, links, rules, \
+                 routes of every table, neighbours, sysctls, iptables, nftables and qdiscs), \
+                 startup-config (the same report at the start of the episode) or candidate-config \
+                 (the staged commands)."
                 .to_string(),
-            PUSH => "Replace the candidate (candidate-config: commands, one a line). running-config                  cannot be restored on this device."
+            PUSH => "Replace the candidate (candidate-config: commands, one a line). running-config \
+                 is a report, not a script: it cannot be pushed (use network.rollback)."
                 .to_string(),
             _ => continue,
         };
@@ -310,6 +334,12 @@ mod tests {
             assert_eq!(t.parameters["properties"]["device"]["enum"], json!(["R1", "R2"]), "{}", t.name);
         }
         insta::assert_json_snapshot!("tools_network_exec", network[0]);
+        // A Linux node's (the routing application's): its own descriptions, the same schemas.
+        let linux = tool_specs_for(&Scope::Device("r0".into()), &settings, true);
+        for (l, f) in linux.iter().zip(&device) {
+            assert_eq!((&l.name, &l.parameters), (&f.name, &f.parameters));
+        }
+        insta::assert_json_snapshot!("tools_linux_device", linux);
     }
 
     #[test]

@@ -1170,7 +1170,7 @@ mod linux_devices {
         assert_eq!(network["cliDialect"], "linux-iproute2", "{network}");
         assert_eq!(network["yangModules"], json!([]), "{network}");
         assert_eq!(network["configDatastore"], json!(["running", "candidate"]), "{network}");
-        assert_eq!(network["supportsRollback"], false, "{network}");
+        assert_eq!(network["supportsRollback"], true, "{network}");
     }
 
     fn error_code(v: &Value) -> i64 {
@@ -1225,7 +1225,7 @@ mod linux_devices {
             ("network.commit", true),
             ("network.yang.get", false),
             ("network.yang.edit", false),
-            ("network.rollback", false),
+            ("network.rollback", true),
         ] {
             assert_eq!(tool(name)["_meta"]["available"], available, "{name}");
         }
@@ -1265,7 +1265,7 @@ mod linux_devices {
         let rollback = stdio
             .request("tools/call", json!({"name": "network.rollback", "arguments": {"device": "r0"}}))
             .await;
-        assert_eq!(error_code(&rollback), -32084, "{rollback}");
+        assert_eq!(error_code(&rollback), -32085, "no commit to roll back yet: {rollback}");
         let resources = stdio.request("resources/list", json!({})).await;
         let uris: Vec<&str> = resources["result"]["resources"]
             .as_array()
@@ -1301,7 +1301,7 @@ mod linux_devices {
         let text = prompt["result"]["messages"].to_string();
         assert!(text.contains("ip route get 192.168.2.100") && !text.contains("show ip route"), "{prompt}");
 
-        // A commit stops at the first command that fails; the rest do not run.
+        // A commit stops at the first command that fails, and is undone: all or nothing.
         let staged = stdio
             .request(
                 "tools/call",
@@ -1329,6 +1329,11 @@ mod linux_devices {
             .filter_map(|r| r["status"].as_str())
             .collect();
         assert_eq!(statuses, ["error", "skipped"], "{failed}");
+        assert_eq!(
+            failed["error"]["data"]["details"]["undone_with"],
+            json!([]),
+            "nothing ran, nothing to undo: {failed}"
+        );
         let link =
             stdio.tool("network.cli.exec", json!({"device": "r0", "command": "ip link show r0-eth1"})).await;
         let link = link["structuredContent"]["output"].as_str().expect("output").to_string();
@@ -1342,17 +1347,10 @@ mod linux_devices {
             .await;
         assert_eq!(now["structuredContent"]["ok"], true, "{now}");
 
-        // The repair: staged (checked, not run), a confirmed commit refused, then committed.
+        // The repair: staged (checked, not run), then committed.
         let commands: Vec<&str> = fix.iter().map(|(_, c)| c.as_str()).collect();
         let staged = stdio.tool("network.cli.configure", json!({"device": "r0", "commands": commands})).await;
         assert_eq!(staged["structuredContent"]["ok"], true, "{staged}");
-        let confirmed = stdio
-            .request(
-                "tools/call",
-                json!({"name": "network.commit", "arguments": {"device": "r0", "confirmed": true}}),
-            )
-            .await;
-        assert_eq!(error_code(&confirmed), -32084, "{confirmed}");
         let committed = stdio.tool("network.commit", json!({"device": "r0"})).await;
         assert_eq!(committed["structuredContent"]["committed"], true, "{committed}");
         let results = committed["structuredContent"]["results"].as_array().expect("results");
@@ -1364,7 +1362,7 @@ mod linux_devices {
         assert_eq!(record.agent, "mcp");
         assert_eq!(verdict(&record), verdict(&oracle), "scored as the oracle is");
         // Every call that reached the runner is a step, the refused exec calls included.
-        assert_eq!(record.steps, 2 + 4 + 2 + 1 + 4 + 1 + 1 + 1, "{record:?}");
+        assert_eq!(record.steps, 2 + 4 + 2 + 1 + 4 + 1 + 1, "{record:?}");
         let run_dir = done["structuredContent"]["run_dir"].as_str().expect("run dir").to_string();
         let store = netdojo_core::store::RunDir::inspect(&run_dir).expect("a run directory");
         let trajectory = store.trajectory(&task.id).expect("trajectory");
@@ -1406,5 +1404,99 @@ mod linux_devices {
         let record = finished.record.expect("a record");
         assert_eq!(record.steps, 1, "only the show command reached the episode");
         assert_eq!(verdict(&record).0, json!(false), "nothing was repaired");
+    }
+
+    /// What the pingall and the changed parts read now.
+    async fn look(client: &Client) -> (String, String) {
+        let out =
+            ok(client, "network.cli.exec", json!({"device": "r0", "command": "ip -d link show r0-eth1"}))
+                .await;
+        let mut state = out["output"].as_str().expect("output").to_string();
+        for command in [
+            "ip -br link",
+            "ip -br addr",
+            "ip route show table all",
+            "iptables -S",
+            "tc qdisc show dev r0-eth1",
+            "sysctl net.ipv4.conf.all.rp_filter",
+        ] {
+            let out = ok(client, "network.cli.exec", json!({"device": "r0", "command": command})).await;
+            state.push_str(out["output"].as_str().expect("output"));
+        }
+        let out = ok(client, "network.cli.exec", json!({"device": "r0", "command": "ip route"})).await;
+        (out["pingall"].as_str().expect("pingall").to_string(), state)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn a_commit_that_breaks_reachability_is_rolled_back_and_the_pingmesh_is_whole_again() {
+        if !root("MCP Linux rollback") {
+            return;
+        }
+        let settings = netdojo_mcp::Settings {
+            rollback_timeout: std::time::Duration::from_secs(30),
+            ..Default::default()
+        };
+        let http = http(task(), settings, netdojo_mcp::Role::Operator).await;
+        let client = client(&http.url("/mcp")).await;
+        let (mesh, state) = look(&client).await;
+        assert!(state.contains("mtu 1500") && !state.contains("tbf"), "{state}");
+        let breaking = [
+            "ip link set r0-eth2 down",
+            "ip link set r0-eth1 mtu 1400",
+            "iptables -A INPUT -s 192.168.1.0/24 -j DROP",
+            "sysctl -w net.ipv4.conf.all.rp_filter=2",
+            "tc qdisc add dev r0-eth1 root tbf rate 8kbit burst 64 limit 64",
+            "ip addr add 10.66.0.1/24 dev r0-eth3",
+            "ip route add 10.77.0.0/16 via 10.66.0.9 dev r0-eth3",
+        ];
+        ok(&client, "network.cli.configure", json!({"device": "r0", "commands": breaking})).await;
+        let committed = ok(&client, "network.commit", json!({"device": "r0"})).await;
+        assert_eq!(committed["committed"], true, "{committed}");
+        let (broken, changed) = look(&client).await;
+        assert_ne!(broken, mesh, "the commit broke pairs that worked");
+        assert!(
+            changed.contains("mtu 1400") && changed.contains("tbf") && changed.contains("DROP"),
+            "{changed}"
+        );
+        let rolled = ok(&client, "network.rollback", json!({"device": "r0"})).await;
+        assert_eq!(rolled["rolled_back_to_before"], committed["commit"], "{rolled}");
+        let (again, restored) = look(&client).await;
+        assert_eq!(again, mesh, "the pingmesh is as before the commit");
+        assert_eq!(restored, state, "links, addresses, routes, iptables, qdiscs and sysctls are as before");
+
+        // A confirmed commit that is not confirmed rolls back on its own.
+        ok(
+            &client,
+            "network.cli.configure",
+            json!({"device": "r0", "commands": ["ip link set r0-eth2 down"]}),
+        )
+        .await;
+        let confirmed =
+            ok(&client, "network.commit", json!({"device": "r0", "confirmed": true, "timeout_s": 3})).await;
+        assert_eq!(confirmed["rollback_in_s"], 3.0, "{confirmed}");
+        // The pingall taken right after the commit, in its answer.
+        assert_ne!(confirmed["pingall"].as_str().expect("pingall"), mesh, "the confirmed commit broke pairs");
+        tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+        let (again, restored) = look(&client).await;
+        assert_eq!(again, mesh, "rolled back on its own");
+        assert_eq!(restored, state);
+        assert_eq!(code(&client, "network.commit", json!({"device": "r0"})).await.0, -32086);
+
+        // What a snapshot does not hold (ethtool settings) is no confirmed commit, and a
+        // rollback past it is refused before it changes anything.
+        ok(
+            &client,
+            "network.cli.configure",
+            json!({"device": "r0", "commands": ["ethtool -K r0-eth1 tso off"]}),
+        )
+        .await;
+        let (c, message) = code(&client, "network.commit", json!({"device": "r0", "confirmed": true})).await;
+        assert_eq!(c, -32084, "{message}");
+        assert!(message.contains("ethtool"), "{message}");
+        ok(&client, "network.commit", json!({"device": "r0"})).await;
+        let (c, message) = code(&client, "network.rollback", json!({"device": "r0"})).await;
+        assert_eq!(c, -32085, "{message}");
+        http.episode.stop();
+        http.finish().await.expect("finished");
     }
 }
