@@ -5,7 +5,8 @@
 //!   confirmed commits that roll back on their own, rollback, configuration files, YANG reads;
 //!   and [`Device`], either kind of device.
 //! - [`linux`]: one plain Linux node (iproute2) as a network device, its commands through
-//!   netdojo-linux's agent sandbox; no rollback.
+//!   netdojo-linux's agent sandbox; [`linux_state`]: its state read, put back and compared,
+//!   for rollbacks.
 //! - [`tools`]: the eight tools of §4 as data, the §3 capability object, the dispatch.
 //! - [`server`]: the rmcp `ServerHandler`: tools, `network:///` resources, prompts, roles.
 //! - [`episode`]: the runner of netdojo-core drives the episode; its agent's turns are the

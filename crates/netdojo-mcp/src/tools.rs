@@ -27,7 +27,7 @@ pub const NETWORK_TOOLS: [&str; 8] = [EXEC, CONFIGURE, YANG_GET, YANG_EDIT, COMM
 pub const WRITES: [&str; 5] = [CONFIGURE, YANG_EDIT, COMMIT, ROLLBACK, PUSH];
 
 /// Whether every device of `devices` backs a tool. FRR 8.4's northbound reads YANG data and
-/// edits none; a Linux device has no YANG and no rollback. With no device known yet, FRR's.
+/// edits none; a Linux device has no YANG. With no device known yet, FRR's.
 pub fn available(tool: &str, devices: &[&Device]) -> bool {
     if devices.is_empty() {
         return tool != YANG_EDIT;
@@ -86,6 +86,9 @@ pub fn tool_specs_for(scope: &Scope, settings: &Settings, linux: bool) -> Vec<To
             _ => continue,
         };
         spec.description = text;
+        if spec.name == EXEC {
+            spec.parameters["properties"]["command"]["description"] = json!("e.g. `ip route`");
+        }
     }
     specs
 }
@@ -337,7 +340,7 @@ mod tests {
         // A Linux node's (the routing application's): its own descriptions, the same schemas.
         let linux = tool_specs_for(&Scope::Device("r0".into()), &settings, true);
         for (l, f) in linux.iter().zip(&device) {
-            assert_eq!((&l.name, &l.parameters), (&f.name, &f.parameters));
+            assert_eq!((&l.name, &l.parameters["required"]), (&f.name, &f.parameters["required"]));
         }
         insta::assert_json_snapshot!("tools_linux_device", linux);
     }
