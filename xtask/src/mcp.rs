@@ -1,5 +1,6 @@
-//! `cargo xtask mcp serve`: a NetConfBench task's routers behind MCP, scored like `eval`
-//! scores the netconf environment (the same scorers, the reasoning score included).
+//! `cargo xtask mcp serve`: a NetConfBench task's routers (or, with `--env routing`, a routing
+//! task's Linux nodes) behind MCP, scored like `eval` scores that environment (the same
+//! scorers, the reasoning score included for netconf).
 //! `cargo xtask mcp serve-agent`: a netdojo agent behind MCP (the `netdojo.agent` protocol),
 //! for `eval --agent mcp` here or elsewhere.
 
@@ -9,7 +10,9 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
 use netdojo::mcp::auth::Tokens;
-use netdojo::mcp::serve::{ServeOptions, default_budget, default_out, load_task, serve, summary};
+use netdojo::mcp::serve::{
+    ServeOptions, default_budget, default_out, load_task, routing_task, serve, summary,
+};
 use netdojo::mcp::{Role, Settings};
 use tokio_util::sync::CancellationToken;
 
@@ -46,9 +49,18 @@ pub struct ServeAgentArgs {
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// The task's id.
-    #[arg(long)]
-    task: String,
+    /// The task's id (NetConfBench; or with --env routing, see --seed / --index).
+    #[arg(long, required_unless_present = "env")]
+    task: Option<String>,
+    /// `routing`: a task of the routing application (its router, hosts and switches as Linux
+    /// devices), drawn like `eval --env routing --seed S` draws task N.
+    #[arg(long, value_parser = ["routing", "netconf"])]
+    env: Option<String>,
+    /// --env routing: the generator's seed and the task's index.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    #[arg(long, default_value_t = 0)]
+    index: u64,
     /// The suite holding it (a directory, a .json or a .jsonl).
     #[arg(long, default_value = "testdata/netconf")]
     suite: PathBuf,
@@ -112,8 +124,12 @@ fn serve_task(args: ServeArgs) -> Result<()> {
     if !(args.rollback_timeout.is_finite() && args.rollback_timeout > 0.0) {
         bail!("--rollback-timeout {}: a positive number of seconds", args.rollback_timeout);
     }
-    let task = load_task(&args.suite, &args.task)?;
-    let app = apps::app("netconf", &EnvOptions::default())?;
+    let (task, env) = match (args.env.as_deref(), &args.task) {
+        (Some("routing"), _) => (routing_task(args.seed, args.index)?, "routing"),
+        (_, Some(id)) => (load_task(&args.suite, id)?, "netconf"),
+        (_, None) => bail!("--task ID (or --env routing --seed S --index N)"),
+    };
+    let app = apps::app(env, &EnvOptions::default())?;
     let out = args.out.unwrap_or_else(|| default_out(&task.id));
     let options = ServeOptions {
         http: args.http,

@@ -910,6 +910,172 @@ pub async fn run_line(
     }
 }
 
+/// Whether a command that passed [`parse`] only reads the node's state: the show and list forms
+/// of each allowed tool (`ip addr show`, `ip -j route get 10.0.0.1`, `tc qdisc show`, `nft list
+/// ruleset`, `iptables -S`, `sysctl net.ipv4.ip_forward`, `ethtool eth0`, `arp -n` ...). `Err`
+/// says why not, in one line. The list is an allow-list of forms, not a deny-list of verbs: a
+/// form missing here is refused, never run. For front ends that promise a read-only command
+/// (MCP's `network.cli.exec`); the agent's `exec` tool of the routing environment runs both.
+pub fn read_only(command: &Command) -> Result<(), String> {
+    let program = command.program.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let args = command.args.as_slice();
+    let words: Vec<&str> = args.iter().map(String::as_str).filter(|a| !a.starts_with('-')).collect();
+    let dashes = || args.iter().map(String::as_str).filter(|a| a.starts_with('-'));
+    let not = |why: &str| Err(format!("`{command}` is not a read-only command: {why}"));
+    match program.as_str() {
+        "ip" => {
+            // Global options come first and only -f/-l/-rc take a value; the object follows.
+            let Some(object) = ip_object(args) else { return Ok(()) };
+            let at = args.iter().position(|a| a == object).unwrap_or(0);
+            let action = args.get(at + 1).map(String::as_str);
+            const OBJECTS: &[&str] = &[
+                "a",
+                "addr",
+                "address",
+                "l",
+                "link",
+                "r",
+                "ro",
+                "route",
+                "n",
+                "neigh",
+                "neighbor",
+                "neighbour",
+                "ru",
+                "rule",
+                "maddr",
+                "netconf",
+                "ntable",
+                "token",
+            ];
+            if !OBJECTS.contains(&object) {
+                return not("`ip` reads addr, link, route, neigh, rule, maddr, netconf, ntable, token");
+            }
+            match action {
+                None | Some("show" | "sh" | "list" | "lst" | "ls" | "get") => Ok(()),
+                // `ip route dev X` and the like: a selector right after the object is a show.
+                Some(a) if a.starts_with('-') => Ok(()),
+                Some("dev" | "table" | "to" | "from" | "scope" | "proto" | "type" | "up" | "vrf") => Ok(()),
+                Some(other) => not(&format!("`{other}` changes state (use show, list or get)")),
+            }
+        }
+        "bridge" | "tc" => {
+            let objects: &[&str] = if program == "tc" {
+                &["qdisc", "class", "filter", "q", "c", "f"]
+            } else {
+                &["fdb", "link", "vlan", "mdb", "l", "v", "m"]
+            };
+            match (words.first(), words.get(1)) {
+                (Some(o), None | Some(&("show" | "list" | "ls" | "dev"))) if objects.contains(o) => Ok(()),
+                (None, _) => Ok(()),
+                _ => not(&format!("`{program}` reads {} with show", objects.join(", "))),
+            }
+        }
+        // nft joins its arguments into one script, where `;` and braces start another command
+        // (`nft list ruleset ; flush ruleset`): one `list` command, nothing more.
+        "nft" => match words.first() {
+            _ if args.iter().any(|a| a.contains([';', '{', '}'])) => {
+                not("`;` and braces start another nft command; send one `nft list ...`")
+            }
+            Some(&"list") => Ok(()),
+            _ => not("`nft` reads with `nft list ...`"),
+        },
+        "iptables" | "ip6tables" => {
+            // Every option must be a listing one; -t takes the table, any other word is a chain.
+            let mut table_next = false;
+            for arg in args {
+                if table_next {
+                    table_next = false;
+                    continue;
+                }
+                let ok = match arg.as_str() {
+                    "--list" | "--list-rules" | "--numeric" | "--verbose" | "--exact" | "--line-numbers" => {
+                        true
+                    }
+                    "-t" | "--table" => {
+                        table_next = true;
+                        true
+                    }
+                    a if a.starts_with("--") => false,
+                    a if a.starts_with('-') => a.len() > 1 && a[1..].chars().all(|c| "SLnvx".contains(c)),
+                    _ => true,
+                };
+                if !ok {
+                    return not("`iptables` reads with -S or -L (and -n, -v, -x, -t TABLE, --line-numbers)");
+                }
+            }
+            if args.iter().any(|a| a.starts_with('-') && !a.starts_with("--") && a.contains(['S', 'L']))
+                || args.iter().any(|a| a == "--list" || a == "--list-rules")
+            {
+                Ok(())
+            } else {
+                not("`iptables` reads with -S or -L")
+            }
+        }
+        "iptables-save" | "ip6tables-save" | "ss" | "netstat" | "hostname" => {
+            // getopt takes any unambiguous abbreviation: `--k` may be `--kill`.
+            if program == "ss"
+                && dashes().any(|a| a.starts_with("--k") || (!a.starts_with("--") && a.contains('K')))
+            {
+                return not("`ss -K` closes sockets");
+            }
+            Ok(())
+        }
+        "sysctl" => {
+            if args.iter().any(|a| a.contains('='))
+                || dashes().any(|a| a.starts_with("--w") || (!a.starts_with("--") && a.contains('w')))
+            {
+                return not("`sysctl` reads a key; KEY=VALUE and -w write");
+            }
+            Ok(())
+        }
+        "ethtool" => {
+            const READS: &[&str] = &[
+                "-i",
+                "--driver",
+                "-S",
+                "--statistics",
+                "-k",
+                "--show-features",
+                "--show-offload",
+                "-g",
+                "--show-ring",
+                "-a",
+                "--show-pause",
+                "-c",
+                "--show-coalesce",
+                "-l",
+                "--show-channels",
+                "-T",
+                "--show-time-stamping",
+                "-P",
+                "--show-permaddr",
+                "--show-eee",
+                "--show-fec",
+            ];
+            match (args.len(), args.first().map(String::as_str)) {
+                (1, Some(iface)) if !iface.starts_with('-') => Ok(()),
+                (2, Some(opt)) if READS.contains(&opt) && !args[1].starts_with('-') => Ok(()),
+                _ => not("`ethtool` reads with `ethtool IFACE` or a show option (-i, -S, -k, -g, ...)"),
+            }
+        }
+        "arp" => {
+            let ok = dashes().all(|a| !a.starts_with("--") && a[1..].chars().all(|c| "naevi".contains(c)));
+            if ok { Ok(()) } else { not("`arp` reads with -n, -a, -e, -v, -i IFACE") }
+        }
+        "route" => {
+            let ok = words.is_empty()
+                && dashes().all(|a| !a.starts_with("--") && a[1..].chars().all(|c| "nevFC".contains(c)));
+            if ok { Ok(()) } else { not("`route` reads with -n, -e, -v (add/del change state)") }
+        }
+        "ifconfig" => {
+            let ok = words.len() <= 1 && dashes().all(|a| matches!(a, "-a" | "-s" | "-v"));
+            if ok { Ok(()) } else { not("`ifconfig` reads with no argument, -a, -s or one interface name") }
+        }
+        other => not(&format!("`{other}` has no read-only form here")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1292,5 +1458,83 @@ mod tests {
         assert_eq!(o, Output { status: Some(0), text: "ok\n".into(), timed_out: false, truncated: false });
         assert_eq!(human(Duration::from_secs(5)), "5 s");
         assert_eq!(human(Duration::from_nanos(1)), "1ns");
+    }
+    #[test]
+    fn read_only_forms_are_told_from_changes() {
+        for line in [
+            "ip route",
+            "ip -j addr show",
+            "ip -br a",
+            "ip -4 route show table all",
+            "ip route get 10.0.1.2",
+            "ip rule list",
+            "ip neigh show dev r0-eth1",
+            "ip -s link show r0-eth1",
+            "ip route dev r0-eth1",
+            "bridge fdb show",
+            "tc qdisc show",
+            "tc -s qdisc show dev r0-eth1",
+            "tc filter show dev r0-eth1",
+            "nft list ruleset",
+            "nft -a list table inet filter",
+            "iptables -S",
+            "iptables -nvL",
+            "iptables -t nat -L -n --line-numbers",
+            "iptables -L FORWARD",
+            "iptables-save",
+            "sysctl net.ipv4.ip_forward",
+            "sysctl -n net.ipv4.conf.all.forwarding",
+            "ethtool r0-eth1",
+            "ethtool -S r0-eth1",
+            "arp -n",
+            "arp -an",
+            "route -n",
+            "ifconfig",
+            "ifconfig r0-eth1",
+            "ss -tan",
+            "netstat -rn",
+            "hostname",
+        ] {
+            assert_eq!(read_only(&ok(line)), Ok(()), "{line}");
+        }
+        for line in [
+            "ip route add 10.0.2.0/24 via 10.0.1.2",
+            "ip route del default",
+            "ip r a 10.0.2.0/24 dev r0-eth1",
+            "ip addr flush dev r0-eth1",
+            "ip link set r0-eth1 down",
+            "ip neigh flush all",
+            "ip rule add from all lookup 100",
+            "ip route replace 10.0.0.0/24 dev r0-eth1",
+            "ip route save",
+            "ip monitor",
+            "tc qdisc add dev r0-eth1 root netem loss 100%",
+            "tc qdisc del dev r0-eth1 root",
+            "nft flush ruleset",
+            "nft add table inet t",
+            "iptables -F",
+            "iptables -A FORWARD -j DROP",
+            "iptables -LZ",
+            "iptables -P FORWARD DROP",
+            "sysctl -w net.ipv4.ip_forward=1",
+            "sysctl net.ipv4.ip_forward=0",
+            "ethtool -s r0-eth1 speed 10",
+            "ethtool -K r0-eth1 tso off",
+            "arp -s 10.0.0.2 00:11:22:33:44:55",
+            "arp -d 10.0.0.2",
+            "route add default gw 10.0.0.1",
+            "route del -net 10.0.0.0 netmask 255.0.0.0",
+            "ifconfig r0-eth1 down",
+            "ifconfig r0-eth1 10.0.0.9",
+            "ss -K dst 10.0.0.2",
+            "ss --ki dst 10.0.0.2",
+            "nft list ruleset ; flush ruleset",
+            "nft 'list ruleset; flush ruleset'",
+            "nft list table inet t { }",
+            "bridge fdb add 00:11:22:33:44:55 dev s1-eth1",
+        ] {
+            let why = read_only(&ok(line)).expect_err(line);
+            assert!(why.contains("not a read-only command"), "{line}: {why}");
+        }
     }
 }

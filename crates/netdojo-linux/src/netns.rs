@@ -280,8 +280,13 @@ pub fn sweep() -> Result<Swept, NetnsError> {
             delete_netns(&name)?;
             swept.namespaces.push(name);
         }
-        fs::remove_file(&path).map_err(io_err(&path))?;
-        swept.episodes.push(prefix);
+        match fs::remove_file(&path) {
+            Ok(()) => swept.episodes.push(prefix),
+            // Another sweep (a second run starting at the same moment, or a second factory of
+            // this process) took this marker first: nothing of it is left to sweep.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io_err(&path)(e)),
+        }
     }
     if !swept.namespaces.is_empty() {
         tracing::info!(

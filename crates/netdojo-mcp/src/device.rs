@@ -22,7 +22,9 @@ use tokio::sync::{Mutex, broadcast};
 use tokio::task::JoinHandle;
 
 use crate::error::NetError;
+use crate::linux::{self, LinuxDevice};
 use crate::redact::redact;
+use crate::tools;
 
 /// What every device of a server shares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -128,9 +130,9 @@ struct State {
     expired: Option<String>,
 }
 
-/// One router.
+/// One FRRouting router.
 #[derive(Debug)]
-pub struct Device {
+pub struct FrrDevice {
     name: String,
     net: Weak<Network>,
     settings: Settings,
@@ -199,7 +201,7 @@ fn framing(c: &str) -> bool {
     matches!(c.trim(), "configure terminal" | "conf t" | "configure" | "end")
 }
 
-impl Device {
+impl FrrDevice {
     /// Reads what the device is (its YANG modules, the configuration it booted with).
     pub async fn discover(
         name: &str,
@@ -689,25 +691,227 @@ impl Device {
     }
 }
 
+/// One device of a network: an FRRouting router, or a plain Linux node (iproute2). The server,
+/// the tools and the episode handle both through this; what a kind does not offer it says in
+/// its capability ([`Device::capability`]) and answers with the seed's error.
+#[derive(Debug, Clone)]
+pub enum Device {
+    Frr(Arc<FrrDevice>),
+    Linux(Arc<LinuxDevice>),
+}
+
+impl Device {
+    pub fn name(&self) -> &str {
+        match self {
+            Self::Frr(d) => d.name(),
+            Self::Linux(d) => d.name(),
+        }
+    }
+
+    /// The device's network namespace, while the episode lives.
+    pub fn namespace(&self) -> Option<String> {
+        match self {
+            Self::Frr(d) => d.namespace(),
+            Self::Linux(d) => d.namespace(),
+        }
+    }
+
+    /// The YANG modules the device implements (none on Linux).
+    pub fn yang_modules(&self) -> &[String] {
+        match self {
+            Self::Frr(d) => d.yang_modules(),
+            Self::Linux(_) => &[],
+        }
+    }
+
+    /// §3 `cliDialect`.
+    pub fn cli_dialect(&self) -> &'static str {
+        match self {
+            Self::Frr(_) => "frr-vtysh",
+            Self::Linux(_) => linux::DIALECT,
+        }
+    }
+
+    /// §3 `configDatastore`: a Linux device has a candidate (staged commands) and its running
+    /// state, and no operational datastore (no YANG).
+    pub fn datastores(&self) -> &'static [&'static str] {
+        match self {
+            Self::Frr(_) => &["running", "candidate", "operational"],
+            Self::Linux(_) => &["running", "candidate"],
+        }
+    }
+
+    /// §3 `supportsRollback`: both kinds (a Linux node's by snapshot and restore).
+    pub fn supports_rollback(&self) -> bool {
+        true
+    }
+
+    /// Whether the device backs `tool` (`_meta.available` in tools/list).
+    pub fn offers(&self, tool: &str) -> bool {
+        match self {
+            Self::Frr(_) => tool != tools::YANG_EDIT,
+            Self::Linux(_) => ![tools::YANG_GET, tools::YANG_EDIT].contains(&tool),
+        }
+    }
+
+    pub async fn exec(&self, command: &str, timeout: Option<Duration>) -> Result<String, NetError> {
+        match self {
+            Self::Frr(d) => d.exec(command, timeout).await,
+            Self::Linux(d) => d.exec(command, timeout).await,
+        }
+    }
+
+    pub async fn configure(
+        &self,
+        commands: &[String],
+        running: bool,
+    ) -> Result<Vec<CommandResult>, NetError> {
+        match self {
+            Self::Frr(d) => d.configure(commands, running).await,
+            Self::Linux(d) => d.configure(commands, running).await,
+        }
+    }
+
+    pub async fn commit(
+        &self,
+        confirmed: bool,
+        timeout: Option<Duration>,
+        comment: &str,
+    ) -> Result<Value, NetError> {
+        match self {
+            Self::Frr(d) => d.commit(confirmed, timeout, comment).await,
+            Self::Linux(d) => d.commit(confirmed, timeout, comment).await,
+        }
+    }
+
+    pub async fn rollback(&self, id: Option<u64>) -> Result<Value, NetError> {
+        match self {
+            Self::Frr(d) => d.rollback(id).await,
+            Self::Linux(d) => d.rollback(id).await,
+        }
+    }
+
+    pub async fn pull(&self, file: &str) -> Result<String, NetError> {
+        match self {
+            Self::Frr(d) => d.pull(file).await,
+            Self::Linux(d) => d.pull(file).await,
+        }
+    }
+
+    pub async fn push(&self, file: &str, content: &str) -> Result<Value, NetError> {
+        match self {
+            Self::Frr(d) => d.push(file, content).await,
+            Self::Linux(d) => d.push(file, content).await,
+        }
+    }
+
+    /// YANG data; a Linux device has none (-32084, the seed's downgrade to the CLI).
+    pub async fn yang_get(&self, path: &str, datastore: &str) -> Result<Value, NetError> {
+        match self {
+            Self::Frr(d) => d.yang_get(path, datastore).await,
+            Self::Linux(d) => Err(NetError::ConfigIncompatible {
+                message: format!(
+                    "device {}: network.yang.get is not available (a Linux node has no YANG datastore); use network.cli.exec",
+                    d.name()
+                ),
+                details: json!({"available": false, "use": tools::EXEC}),
+            }),
+        }
+    }
+
+    /// The IPv4 route table, as routes.
+    pub async fn routes(&self) -> Result<Vec<Value>, NetError> {
+        match self {
+            Self::Frr(d) => d.routes().await,
+            Self::Linux(d) => d.routes().await,
+        }
+    }
+
+    /// The interfaces, each with a `name`.
+    pub async fn interfaces(&self) -> Result<Vec<Value>, NetError> {
+        match self {
+            Self::Frr(d) => d.interfaces().await,
+            Self::Linux(d) => d.interfaces().await,
+        }
+    }
+
+    /// The MIME type of the interface resources.
+    pub fn interfaces_mime(&self) -> &'static str {
+        match self {
+            Self::Frr(_) => "application/yang-data+json",
+            Self::Linux(_) => "application/json",
+        }
+    }
+
+    /// The `interfaces` resource: FRR's `/frr-interface:lib` operational data, or a Linux
+    /// node's `ip -j addr show` as `{"interfaces": [...]}`.
+    pub async fn interfaces_doc(&self) -> Result<Value, NetError> {
+        match self {
+            Self::Frr(d) => d.yang_get("/frr-interface:lib", "operational").await,
+            Self::Linux(d) => Ok(json!({"interfaces": d.interfaces().await?})),
+        }
+    }
+
+    /// The `interface/NAME` resource, from one entry of [`Device::interfaces`].
+    pub fn interface_doc(&self, one: Value) -> Value {
+        match self {
+            Self::Frr(_) => json!({"frr-interface:lib": {"interface": [one]}}),
+            Self::Linux(_) => json!({"interfaces": [one]}),
+        }
+    }
+
+    /// Stops a pending confirmation timer (the episode is over).
+    pub async fn shutdown(&self) {
+        match self {
+            Self::Frr(d) => d.shutdown().await,
+            Self::Linux(d) => d.shutdown().await,
+        }
+    }
+}
+
 /// Every device of one network.
 #[derive(Debug)]
 pub struct Devices {
-    pub devices: BTreeMap<String, Arc<Device>>,
+    pub devices: BTreeMap<String, Device>,
     pub links: Vec<String>,
     /// The events of every device.
     events: broadcast::Sender<Event>,
 }
 
+/// Which nodes of a network are devices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kinds {
+    /// The FRR routers only (NetConfBench: its other nodes are the testcases' hosts).
+    Frr,
+    /// Every node as a Linux device (the routing application: router, hosts, switches).
+    Linux,
+}
+
 impl Devices {
     /// The FRR routers of `net`.
     pub async fn discover(net: &Arc<Network>, settings: Settings) -> Result<Self, NetError> {
+        Self::discover_kinds(net, settings, Kinds::Frr).await
+    }
+
+    /// The devices of `net`, of the `kinds` asked for.
+    pub async fn discover_kinds(
+        net: &Arc<Network>,
+        settings: Settings,
+        kinds: Kinds,
+    ) -> Result<Self, NetError> {
         let mut devices = BTreeMap::new();
         let (events, _) = broadcast::channel(EVENT_BACKLOG);
         for (name, _) in net.topology().nodes() {
-            if net.frr(name).is_some() {
-                let device = Device::discover(name, Arc::downgrade(net), settings, events.clone()).await?;
-                devices.insert(name.to_string(), Arc::new(device));
-            }
+            let device = match kinds {
+                Kinds::Frr if net.frr(name).is_some() => Device::Frr(Arc::new(
+                    FrrDevice::discover(name, Arc::downgrade(net), settings, events.clone()).await?,
+                )),
+                Kinds::Linux if net.ns_name(name).is_some() => Device::Linux(Arc::new(
+                    LinuxDevice::discover(name, Arc::downgrade(net), settings, events.clone()).await?,
+                )),
+                _ => continue,
+            };
+            devices.insert(name.to_string(), device);
         }
         let links = net
             .topology()
@@ -730,7 +934,7 @@ impl Devices {
         self.events.subscribe()
     }
 
-    pub fn get(&self, name: &str) -> Result<&Arc<Device>, NetError> {
+    pub fn get(&self, name: &str) -> Result<&Device, NetError> {
         self.devices.get(name).ok_or_else(|| {
             NetError::InvalidParams(format!(
                 "unknown device `{name}`; devices: {}",

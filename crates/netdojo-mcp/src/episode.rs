@@ -16,18 +16,31 @@ use netdojo_core::{
     EpisodeStart, Observation, Outcome, Scorer, StateCheck, Task, TaskError, TaskKind, TaskSource, ToolCall,
     ToolSpec,
 };
+use netdojo_linux::routing::{RoutingEnv, RoutingFactory, RoutingOptions};
 use netdojo_netconf::{NetconfEnv, NetconfFactory};
 use serde_json::{Value, json};
 use tokio::sync::{Mutex, mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
-use crate::device::{Devices, Settings};
+use crate::device::{Devices, Kinds, Settings};
 use crate::error::NetError;
 use crate::redact::redact_json;
 use crate::tools::{self, Scope};
 
 pub const AGENT: &str = "mcp";
 pub const ENV: &str = "netconf-mcp";
+/// The routing application's environment behind MCP.
+pub const ROUTING_ENV: &str = "routing-mcp";
+
+/// Whether `task` is one of the routing application's (its nodes are Linux devices).
+pub fn is_routing(task: &Task) -> bool {
+    task.application == netdojo_linux::routing::tasks::APPLICATION
+}
+
+/// The environment's name in records for `task`.
+pub fn env_name(task: &Task) -> &'static str {
+    if is_routing(task) { ROUTING_ENV } else { ENV }
+}
 
 /// The live devices of an episode and the brief of its task, once reset is done.
 #[derive(Debug, Clone)]
@@ -106,10 +119,41 @@ pub fn brief_of(task: &Task) -> String {
     )
 }
 
-/// The NetConfBench environment with the network tools of draft 002 in place of the ANI.
+/// The brief of a routing task for an MCP client: the routing environment's, with the network
+/// tools in place of its `exec`.
+pub fn routing_brief(devices: &[String], pingall: &str) -> String {
+    format!(
+        "You need to behave like a network engineer who finds the root cause of network issues \
+         and fixes them in a routing application.\n\n\
+         There is a network with problems in the router r0, causing the network to be partially \
+         disconnected. Some nodes cannot successfully ping other nodes. Fix these issues so that \
+         the pingall shows all connections successful, without breaking connections that work.\n\n\
+         The devices are Linux nodes (cliDialect linux-iproute2): {}. Look with network.cli.exec \
+         (read-only commands such as `ip route`, `ip -j addr show`, `iptables -S`, `tc qdisc show`, \
+         `sysctl net.ipv4.ip_forward`) and the network:/// resources; stage changes with \
+         network.cli.configure (e.g. `ip route add ...`, one command per item, no shell, no sudo, \
+         no vtysh) and run them with network.commit. Every call is a step and answers with the \
+         latest pingall. network.commit is all or nothing, `confirmed` commits roll back on their \
+         own unless confirmed, and network.rollback undoes a commit. Call `done` when the network \
+         is repaired.\n\nLatest pingall:\n{pingall}",
+        devices.join(", ")
+    )
+}
+
+/// The environment behind the network tools.
+#[derive(Debug)]
+enum Inner {
+    /// NetConfBench: FRR routers.
+    Netconf(NetconfEnv),
+    /// The routing application: Linux nodes, the pingmesh after every step.
+    Routing(Box<RoutingEnv>),
+}
+
+/// The NetConfBench environment (or the routing application's) with the network tools of
+/// draft 002 in place of the ANI (or of `exec`).
 #[derive(Debug)]
 pub struct McpEnv {
-    inner: NetconfEnv,
+    inner: Inner,
     settings: Settings,
     live: watch::Sender<Option<Live>>,
     devices: Option<Arc<Devices>>,
@@ -139,23 +183,37 @@ pub fn observation(call: &ToolCall, result: Result<Value, NetError>) -> Observat
 #[async_trait]
 impl Environment for McpEnv {
     fn tools(&self) -> Vec<ToolSpec> {
-        tools::tool_specs(&Scope::Network(self.names.clone()), &self.settings)
+        let linux = matches!(self.inner, Inner::Routing(_));
+        tools::tool_specs_for(&Scope::Network(self.names.clone()), &self.settings, linux)
     }
 
     async fn reset(&mut self, task: &Task) -> Result<String, EnvError> {
-        self.inner.reset(task).await?;
-        let net = self.inner.network().and_then(|w| w.upgrade()).ok_or_else(|| EnvError::Setup {
-            env: ENV.into(),
+        let env = env_name(task);
+        let (network, kinds) = match &mut self.inner {
+            Inner::Netconf(inner) => {
+                inner.reset(task).await?;
+                (inner.network(), Kinds::Frr)
+            }
+            Inner::Routing(inner) => {
+                inner.reset(task).await?;
+                (inner.network(), Kinds::Linux)
+            }
+        };
+        let net = network.and_then(|w| w.upgrade()).ok_or_else(|| EnvError::Setup {
+            env: env.into(),
             message: "the network is not up after reset".into(),
         })?;
-        let devices = Devices::discover(&net, self.settings)
+        let devices = Devices::discover_kinds(&net, self.settings, kinds)
             .await
-            .map_err(|e| EnvError::Setup { env: ENV.into(), message: e.to_string() })?;
+            .map_err(|e| EnvError::Setup { env: env.into(), message: e.to_string() })?;
         drop(net);
         let devices = Arc::new(devices);
         self.names = devices.names();
         self.devices = Some(devices.clone());
-        let brief = brief_of(task);
+        let brief = match &self.inner {
+            Inner::Netconf(_) => brief_of(task),
+            Inner::Routing(inner) => routing_brief(&self.names, &inner.pingall().unwrap_or_default()),
+        };
         self.live.send_replace(Some(Live { devices, brief: brief.clone() }));
         Ok(brief)
     }
@@ -171,11 +229,28 @@ impl Environment for McpEnv {
                 tracing::info!(tool = %call.name, args = %redact_json(&call.arguments), code = e.code(), "network tool failed: {e}")
             }
         }
-        Ok(observation(call, result))
+        let mut obs = observation(call, result);
+        if let Inner::Routing(inner) = &mut self.inner {
+            // The routing environment's step: the pingmesh after every call, which the state
+            // check compares with the one before, and which the client reads in the answer.
+            let mesh = inner.observe_step().await?;
+            let pingall = mesh.render();
+            obs.content = format!("{}\n\nLatest pingall:\n{pingall}", obs.content.trim_end());
+            let data = obs.data.get_or_insert_with(|| json!({}));
+            if data.is_object() {
+                data["pingall"] = json!(pingall);
+                data["received"] = json!(mesh.received());
+                data["sent"] = json!(mesh.sent());
+            }
+        }
+        Ok(obs)
     }
 
     async fn check(&mut self) -> Result<StateCheck, EnvError> {
-        self.inner.check().await
+        match &mut self.inner {
+            Inner::Netconf(inner) => inner.check().await,
+            Inner::Routing(inner) => inner.check().await,
+        }
     }
 
     async fn evaluate(&mut self, task: &Task, answer: Option<&Value>) -> Result<Outcome, EnvError> {
@@ -184,14 +259,20 @@ impl Environment for McpEnv {
         if let Some(devices) = &self.devices {
             devices.shutdown().await;
         }
-        self.inner.evaluate(task, answer).await
+        match &mut self.inner {
+            Inner::Netconf(inner) => inner.evaluate(task, answer).await,
+            Inner::Routing(inner) => inner.evaluate(task, answer).await,
+        }
     }
 
     async fn close(&mut self) -> Result<(), EnvError> {
         if let Some(devices) = &self.devices {
             devices.shutdown().await;
         }
-        self.inner.close().await
+        match &mut self.inner {
+            Inner::Netconf(inner) => inner.close().await,
+            Inner::Routing(inner) => inner.close().await,
+        }
     }
 }
 
@@ -200,29 +281,66 @@ impl Environment for McpEnv {
 pub struct McpFactory {
     settings: Settings,
     live: watch::Sender<Option<Live>>,
+    /// `Some`: routing tasks (Linux devices); `None`: NetConfBench tasks (FRR routers).
+    routing: Option<RoutingOptions>,
 }
 
 impl McpFactory {
-    /// Needs what NetconfFactory needs (root, FRR).
+    /// For NetConfBench tasks; needs what NetconfFactory needs (root, FRR).
     pub fn new(settings: Settings) -> Result<(Self, watch::Receiver<Option<Live>>), EnvError> {
         NetconfFactory::new()?;
         let (live, rx) = watch::channel(None);
-        Ok((Self { settings, live }, rx))
+        Ok((Self { settings, live, routing: None }, rx))
+    }
+
+    /// For `task`'s kind: a routing task's Linux nodes (needs root, like RoutingFactory, whose
+    /// start-up sweep of the namespaces of killed runs it runs), or a NetConfBench task's FRR
+    /// routers.
+    pub fn for_task(
+        task: &Task,
+        settings: Settings,
+    ) -> Result<(Self, watch::Receiver<Option<Live>>), EnvError> {
+        if !is_routing(task) {
+            return Self::new(settings);
+        }
+        let options = RoutingOptions::default();
+        RoutingFactory::new(options.clone())?;
+        let (live, rx) = watch::channel(None);
+        Ok((Self { settings, live, routing: Some(options) }, rx))
     }
 }
 
 #[async_trait]
 impl EnvironmentFactory for McpFactory {
     fn name(&self) -> &str {
-        ENV
+        if self.routing.is_some() { ROUTING_ENV } else { ENV }
     }
     fn config(&self) -> Value {
-        json!({"front": "mcp (draft 002)", "rollback_timeout_s": self.settings.rollback_timeout.as_secs_f64(),
-            "max_bulk_edit": self.settings.max_bulk_edit, "netconf": NetconfFactory.config()})
+        let inner = match &self.routing {
+            Some(o) => json!({"routing": {"exec": {"timeout_ms": o.exec.timeout.as_millis() as u64,
+                "output_cap": o.exec.output_cap}, "pingmesh": {"deadline_ms": o.mesh.deadline.as_millis() as u64}}}),
+            None => json!({"netconf": NetconfFactory.config()}),
+        };
+        let mut config = json!({"front": "mcp (draft 002)", "rollback_timeout_s": self.settings.rollback_timeout.as_secs_f64(),
+            "max_bulk_edit": self.settings.max_bulk_edit});
+        if let (Some(c), Some(i)) = (config.as_object_mut(), inner.as_object()) {
+            c.extend(i.clone());
+        }
+        config
     }
-    async fn create(&self, _task: &Task) -> Result<Box<dyn Environment>, EnvError> {
+    async fn create(&self, task: &Task) -> Result<Box<dyn Environment>, EnvError> {
+        let inner = match &self.routing {
+            Some(options) if is_routing(task) => Inner::Routing(Box::new(RoutingEnv::new(options.clone()))),
+            None if !is_routing(task) => Inner::Netconf(NetconfEnv::default()),
+            _ => {
+                return Err(EnvError::Setup {
+                    env: self.name().into(),
+                    message: format!("task {} is not of this environment's kind", task.id),
+                });
+            }
+        };
         Ok(Box::new(McpEnv {
-            inner: NetconfEnv::default(),
+            inner,
             settings: self.settings,
             live: self.live.clone(),
             devices: None,
@@ -322,7 +440,7 @@ pub struct Episode {
 }
 
 impl Episode {
-    /// Starts `task` (a NetConfBench task) with `scorers`; the record goes to `store`.
+    /// Starts `task` (a NetConfBench or a routing task) with `scorers`; the record goes to `store`.
     pub fn start(
         task: Task,
         settings: Settings,
@@ -330,7 +448,7 @@ impl Episode {
         budget: Budget,
         mut store: RunDir,
     ) -> Result<Self, EnvError> {
-        let (factory, live) = McpFactory::new(settings)?;
+        let (factory, live) = McpFactory::for_task(&task, settings)?;
         let (calls_tx, calls_rx) = mpsc::channel(1);
         let stop = CancellationToken::new();
         let runner = Runner {
@@ -375,7 +493,7 @@ impl Episode {
 /// Settings of the run directory's configuration for an MCP episode.
 pub fn run_config(task: &Task, settings: &Settings, budget: &Budget) -> Value {
     json!({
-        "env": {"name": ENV, "config": {"rollback_timeout_s": settings.rollback_timeout.as_secs_f64(), "max_bulk_edit": settings.max_bulk_edit}},
+        "env": {"name": env_name(task), "config": {"rollback_timeout_s": settings.rollback_timeout.as_secs_f64(), "max_bulk_edit": settings.max_bulk_edit}},
         "agent": {"name": AGENT},
         "source": {"kind": "mcp-serve", "task": task.id},
         "budget": {"max_steps": budget.max_steps, "episode_timeout_s": budget.episode_timeout.as_secs_f64()},

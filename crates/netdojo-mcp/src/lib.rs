@@ -2,7 +2,11 @@
 //! draft 002 (seed `002_...`), and external MCP agents scored like built-in ones.
 //!
 //! - [`device`]: one FRRouting router as a network device: show commands, a candidate,
-//!   confirmed commits that roll back on their own, rollback, configuration files, YANG reads.
+//!   confirmed commits that roll back on their own, rollback, configuration files, YANG reads;
+//!   and [`Device`], either kind of device.
+//! - [`linux`]: one plain Linux node (iproute2) as a network device, its commands through
+//!   netdojo-linux's agent sandbox; [`linux_state`]: its state read, put back and compared,
+//!   for rollbacks.
 //! - [`tools`]: the eight tools of §4 as data, the §3 capability object, the dispatch.
 //! - [`server`]: the rmcp `ServerHandler`: tools, `network:///` resources, prompts, roles.
 //! - [`episode`]: the runner of netdojo-core drives the episode; its agent's turns are the
@@ -21,13 +25,16 @@ pub mod client;
 pub mod device;
 pub mod episode;
 pub mod error;
+pub mod linux;
+pub mod linux_state;
 pub mod redact;
 pub mod serve;
 pub mod server;
 pub mod tools;
 pub mod transport;
 
-pub use device::{Device, Devices, Settings};
+pub use device::{Device, Devices, FrrDevice, Kinds, Settings};
 pub use episode::{Episode, EpisodeLink, Finished, Live};
 pub use error::NetError;
+pub use linux::LinuxDevice;
 pub use server::{NetworkServer, Role};

@@ -173,6 +173,21 @@ pub fn summary(finished: &Finished) -> serde_json::Value {
     serde_json::json!({"run_dir": finished.run_dir, "error": finished.error, "record": finished.record})
 }
 
+/// The routing application's task `index` of `seed` (`cargo xtask eval --env routing` draws
+/// the same one).
+pub fn routing_task(seed: u64, index: u64) -> Result<Task, ServeError> {
+    use netdojo_core::TaskGenerator;
+    netdojo_linux::routing::RoutingGenerator
+        .generate(seed, index)
+        .map_err(|e| ServeError::Task(format!("--seed {seed} --index {index}: {e}")))
+}
+
+/// The scorers `eval` uses for `task`'s environment, without a model: NetPress's
+/// (correctness, safety, latency) for a routing task, [`scorers`] for a NetConfBench one.
+pub fn scorers_for(task: &Task) -> Vec<Box<dyn Scorer>> {
+    if crate::episode::is_routing(task) { netdojo_score::netpress_scorers() } else { scorers() }
+}
+
 /// NetConfBench's scorers that need no model: correctness, testcase pass rate, the command
 /// score, latency (`cargo xtask mcp serve` adds the reasoning score).
 pub fn scorers() -> Vec<Box<dyn Scorer>> {

@@ -185,13 +185,18 @@ fn prompts() -> Vec<Prompt> {
     ]
 }
 
-fn prompt_text(name: &str, args: &JsonObject) -> Result<String, ErrorData> {
+/// The prompt `name` for a device; `linux`: the device is a Linux node (iproute2 commands,
+/// no confirmed commit).
+fn prompt_text(name: &str, args: &JsonObject, linux: bool) -> Result<String, ErrorData> {
     let get = |k: &str| -> Result<String, ErrorData> {
         args.get(k)
             .and_then(Value::as_str)
             .map(str::to_string)
             .ok_or_else(|| invalid(format!("prompt {name}: missing argument `{k}`")))
     };
+    if linux {
+        return linux_prompt_text(name, args, get);
+    }
     Ok(match name {
         "network.troubleshoot.ping-fail" => {
             let (device, dst) = (get("device")?, get("destination")?);
@@ -226,6 +231,51 @@ fn prompt_text(name: &str, args: &JsonObject) -> Result<String, ErrorData> {
                  filters missing on external BGP peers, static routes to unexpected next hops, \
                  interfaces that are up and unused. List each finding with the line and a fix; \
                  change nothing."
+            )
+        }
+        other => return Err(invalid(format!("unknown prompt `{other}`"))),
+    })
+}
+
+fn linux_prompt_text(
+    name: &str,
+    args: &JsonObject,
+    get: impl Fn(&str) -> Result<String, ErrorData>,
+) -> Result<String, ErrorData> {
+    Ok(match name {
+        "network.troubleshoot.ping-fail" => {
+            let (device, dst) = (get("device")?, get("destination")?);
+            format!(
+                "A ping from {device} to {dst} fails. Find out why, step by step, with read-only \
+                 tools first: network.cli.exec `ip route get {dst}` on {device} (is there a route, \
+                 which next hop and interface?), `ip -br addr` and `ip -br link` (are the \
+                 interfaces up, with the right addresses?), then on the next hop `sysctl \
+                 net.ipv4.ip_forward`, `ip route`, `iptables -S` and `tc qdisc show` (forwarding \
+                 off, a wrong route, a DROP rule or a shaper?). Say what is wrong before proposing \
+                 a change; make changes with network.cli.configure and a confirmed network.commit, \
+                 check the pingall, then confirm with another network.commit."
+            )
+        }
+        "network.config.add-vlan" => {
+            let (device, vlan, parent) = (get("device")?, get("vlan")?, get("interface")?);
+            let address = args.get("address").and_then(Value::as_str).unwrap_or("(none)");
+            format!(
+                "Add VLAN {vlan} on {device} as link {parent}.{vlan} with address {address}. Check \
+                 with network.cli.exec `ip -d link show {parent}.{vlan}` that it does not exist \
+                 yet, stage `ip link add link {parent} name {parent}.{vlan} type vlan id {vlan}`, \
+                 `ip addr add {address} dev {parent}.{vlan}` and `ip link set {parent}.{vlan} up` \
+                 with network.cli.configure, commit with network.commit confirmed=true, check \
+                 reachability, then confirm with another network.commit."
+            )
+        }
+        "network.security.audit" => {
+            let device = get("device")?;
+            format!(
+                "Audit {device}, a Linux node. Pull its state with network.file.pull \
+                 (running-config) and check: IP forwarding on where the node is not a router, \
+                 reverse-path filtering off, accept_redirects on, firewall policies that accept \
+                 everything (iptables -S, nft list ruleset), listening sockets (ss -ltn), \
+                 addresses and routes nobody expects. List each finding with a fix; change nothing."
             )
         }
         other => return Err(invalid(format!("unknown prompt `{other}`"))),
@@ -343,12 +393,16 @@ impl NetworkServer {
     /// The `network` capability object of the devices behind this server.
     pub fn capability(&self) -> Value {
         let live = self.link.live_now();
-        let devices: Vec<&Device> = match (&live, &self.scope_device) {
-            (Some(l), Some(d)) => l.devices.devices.get(d).map(|d| vec![d.as_ref()]).unwrap_or_default(),
-            (Some(l), None) => l.devices.devices.values().map(AsRef::as_ref).collect(),
+        tools::capability(&self.devices_in_scope(live.as_ref()), &self.settings)
+    }
+
+    /// The devices this server speaks for.
+    fn devices_in_scope<'a>(&self, live: Option<&'a Live>) -> Vec<&'a Device> {
+        match (live, &self.scope_device) {
+            (Some(l), Some(d)) => l.devices.devices.get(d).map(|d| vec![d]).unwrap_or_default(),
+            (Some(l), None) => l.devices.devices.values().collect(),
             (None, _) => vec![],
-        };
-        tools::capability(&devices, &self.settings)
+        }
     }
 
     async fn live(&self) -> Result<Live, ErrorData> {
@@ -357,12 +411,14 @@ impl NetworkServer {
 
     fn tools_list(&self, role: Role, live: Option<&Live>) -> Vec<Tool> {
         let scope = self.scope(live);
-        let mut specs = tools::tool_specs(&scope, &self.settings);
+        let devices = self.devices_in_scope(live);
+        let linux = devices.first().is_some_and(|d| matches!(d, Device::Linux(_)));
+        let mut specs = tools::tool_specs_for(&scope, &self.settings, linux);
         specs.push(tools::done_spec());
         specs
             .into_iter()
             .map(|spec| {
-                let available = tools::available(&spec.name);
+                let available = spec.name == DONE || tools::available(&spec.name, &devices);
                 let mut annotations = ToolAnnotations::new()
                     .read_only(!WRITES.contains(&spec.name.as_str()) && spec.name != DONE)
                     .open_world(false);
@@ -373,7 +429,8 @@ impl NetworkServer {
                 let mut meta = JsonObject::new();
                 meta.insert("available".into(), json!(available));
                 if !available {
-                    meta.insert("downgrade".into(), json!(tools::CONFIGURE));
+                    let downgrade = if spec.name == tools::YANG_GET { tools::EXEC } else { tools::CONFIGURE };
+                    meta.insert("downgrade".into(), json!(downgrade));
                 }
                 if role == Role::ReadOnly && WRITES.contains(&spec.name.as_str()) {
                     meta.insert("allowed".into(), json!(false));
@@ -430,14 +487,11 @@ impl NetworkServer {
             let r = |path: &str, title: &str, mime: &str| {
                 Resource::new(self.uri(&name, path), format!("{name} {title}")).with_mime_type(mime)
             };
-            out.push(r("interfaces", "interfaces", "application/yang-data+json"));
+            let mime = device.interfaces_mime();
+            out.push(r("interfaces", "interfaces", mime));
             for iface in device.interfaces().await.map_err(ErrorData::from)? {
                 if let Some(i) = iface["name"].as_str() {
-                    out.push(r(
-                        &format!("interface/{i}"),
-                        &format!("interface {i}"),
-                        "application/yang-data+json",
-                    ));
+                    out.push(r(&format!("interface/{i}"), &format!("interface {i}"), mime));
                 }
             }
             out.push(r("routing/ipv4/route-table", "IPv4 route table", "application/json"));
@@ -460,9 +514,8 @@ impl NetworkServer {
             |v: &Value, mime: &str| ResourceContents::text(v.to_string(), uri).with_mime_type(mime);
         let contents = match path {
             "interfaces" => {
-                let data =
-                    device.yang_get("/frr-interface:lib", "operational").await.map_err(ErrorData::from)?;
-                json_contents(&data, "application/yang-data+json")
+                let data = device.interfaces_doc().await.map_err(ErrorData::from)?;
+                json_contents(&data, device.interfaces_mime())
             }
             "routing/ipv4/route-table" => {
                 // Paged: `?cursor=N` starts at route N; the page says where the next starts.
@@ -489,10 +542,7 @@ impl NetworkServer {
                 let one = all.into_iter().find(|i| i["name"] == iface).ok_or_else(|| {
                     ErrorData::resource_not_found(format!("{name} has no interface `{iface}`"), None)
                 })?;
-                json_contents(
-                    &json!({"frr-interface:lib": {"interface": [one]}}),
-                    "application/yang-data+json",
-                )
+                json_contents(&device.interface_doc(one), device.interfaces_mime())
             }
             p if p.starts_with("file/") => {
                 let text = device.pull(&p["file/".len()..]).await.map_err(ErrorData::from)?;
@@ -712,7 +762,14 @@ impl ServerHandler for NetworkServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
         let args = request.arguments.unwrap_or_default();
-        let text = prompt_text(&request.name, &args)?;
+        // The device named (or this server's own) decides the dialect of the prompt.
+        let device =
+            args.get("device").and_then(Value::as_str).map(str::to_string).or(self.scope_device.clone());
+        let linux = match (self.link.live_now(), device) {
+            (Some(live), Some(d)) => live.devices.get(&d).is_ok_and(|d| matches!(d, Device::Linux(_))),
+            _ => false,
+        };
+        let text = prompt_text(&request.name, &args, linux)?;
         Ok(GetPromptResult::new(vec![PromptMessage::new_text(MsgRole::User, text)]).into())
     }
 }

@@ -26,9 +26,71 @@ pub const NETWORK_TOOLS: [&str; 8] = [EXEC, CONFIGURE, YANG_GET, YANG_EDIT, COMM
 /// Tools that change the device: a read-only role may not call them (§8).
 pub const WRITES: [&str; 5] = [CONFIGURE, YANG_EDIT, COMMIT, ROLLBACK, PUSH];
 
-/// Whether a tool is backed on FRR 8.4: its northbound reads YANG data, and edits none.
-pub fn available(tool: &str) -> bool {
-    tool != YANG_EDIT
+/// Whether every device of `devices` backs a tool. FRR 8.4's northbound reads YANG data and
+/// edits none; a Linux device has no YANG. With no device known yet, FRR's.
+pub fn available(tool: &str, devices: &[&Device]) -> bool {
+    if devices.is_empty() {
+        return tool != YANG_EDIT;
+    }
+    devices.iter().all(|d| d.offers(tool))
+}
+
+/// The tools of `scope` with the descriptions of the devices' kind: a Linux device's (see
+/// [`crate::linux`]) where `linux`, FRR's otherwise.
+pub fn tool_specs_for(scope: &Scope, settings: &Settings, linux: bool) -> Vec<ToolSpec> {
+    let mut specs = tool_specs(scope, settings);
+    if !linux {
+        return specs;
+    }
+    for spec in &mut specs {
+        let text = match spec.name.as_str() {
+            EXEC => "Run one read-only command on a Linux node (iproute2 and friends) and return its \
+                 output: ip addr|link|route|neigh|rule show/list/get (also `ip -j ...`), bridge \
+                 fdb|link show, tc qdisc|class|filter show, nft list ..., iptables -S/-L, \
+                 iptables-save, sysctl KEY, ethtool IFACE, arp -n, route -n, ss, netstat. No \
+                 shell: no pipes, `;` or redirections. Anything that changes state is refused."
+                .to_string(),
+            CONFIGURE => "Send commands that change a Linux node (e.g. `ip route add 10.0.2.0/24 via \
+                 10.0.1.2`, `ip link set r0-eth1 up`, `iptables -D FORWARD 1`, `sysctl -w \
+                 net.ipv4.ip_forward=1`), one per item, no shell. target `candidate` (the \
+                 default) checks each one and stages the accepted ones for network.commit; target \
+                 `running` runs them at once, in order, stopping at the first that fails. Answers \
+                 each command with `success` or its error."
+                .to_string(),
+            YANG_GET => "Not available on this device (a Linux node has no YANG datastore): use \
+                 network.cli.exec."
+                .to_string(),
+            YANG_EDIT => "Not available on this device (a Linux node has no YANG datastore): use \
+                 network.cli.configure."
+                .to_string(),
+            COMMIT => format!(
+                "Run the staged candidate on the node, in order, all or nothing: when a command \
+                 fails, the node's state from before the commit is put back. With `confirmed`, \
+                 the commit rolls back on its own unless a later network.commit confirms it \
+                 within `timeout_s` (at most and by default {} s).",
+                settings.rollback_timeout.as_secs()
+            ),
+            ROLLBACK => "Roll back to before a previous commit (default: the last one): the node's \
+                 links (up/down, MTU), addresses, routes of every table, rules, permanent \
+                 neighbours, net.* sysctls, iptables/nftables and qdiscs are put back and \
+                 compared with what they were."
+                .to_string(),
+            PULL => "Read a file: running-config (a report of the node's addresses, links, rules, \
+                 routes of every table, neighbours, sysctls, iptables, nftables and qdiscs), \
+                 startup-config (the same report at the start of the episode) or candidate-config \
+                 (the staged commands)."
+                .to_string(),
+            PUSH => "Replace the candidate (candidate-config: commands, one a line). running-config \
+                 is a report, not a script: it cannot be pushed (use network.rollback)."
+                .to_string(),
+            _ => continue,
+        };
+        spec.description = text;
+        if spec.name == EXEC {
+            spec.parameters["properties"]["command"]["description"] = json!("e.g. `ip route`");
+        }
+    }
+    specs
 }
 
 /// Which devices a server answers for.
@@ -175,15 +237,20 @@ pub fn capability(devices: &[&Device], settings: &Settings) -> Value {
     let mut modules: Vec<String> = devices.iter().flat_map(|d| d.yang_modules().iter().cloned()).collect();
     modules.sort();
     modules.dedup();
+    // The devices of one network are of one kind (an FRR router or a Linux node each task);
+    // a network server speaks for its devices together, a device server for its own.
+    let dialect = devices.first().map_or("frr-vtysh", |d| d.cli_dialect());
+    let datastores = devices.first().map_or(&["running", "candidate", "operational"][..], |d| d.datastores());
+    let rollback = devices.iter().all(|d| d.supports_rollback());
     json!({
         "yangModules": modules,
-        "cliDialect": "frr-vtysh",
-        "configDatastore": ["running", "candidate", "operational"],
+        "cliDialect": dialect,
+        "configDatastore": datastores,
         // Configuration changes and confirmed-commit events (RFC 6470's, of NETCONF's stream),
         // as `notifications/message` and `notifications/resources/updated` (docs/mcp.md).
         "notificationStream": ["netconf-stream"],
         "maxBulkEdit": settings.max_bulk_edit,
-        "supportsRollback": true,
+        "supportsRollback": rollback,
         "rollbackTimeout": settings.rollback_timeout.as_secs(),
     })
 }
@@ -229,8 +296,13 @@ pub async fn dispatch(devices: &Devices, tool: &str, args: &Value) -> Result<Val
         }
         YANG_EDIT => Err(NetError::ConfigIncompatible {
             message: format!(
-                "device {}: network.yang.edit is not available (FRR 8.4's northbound offers no YANG edit); use network.cli.configure",
-                device.name()
+                "device {}: network.yang.edit is not available ({}); use network.cli.configure",
+                device.name(),
+                if device.yang_modules().is_empty() {
+                    "this device has no YANG datastore"
+                } else {
+                    "FRR 8.4's northbound offers no YANG edit"
+                }
             ),
             details: json!({"available": false, "use": CONFIGURE}),
         }),
@@ -265,6 +337,12 @@ mod tests {
             assert_eq!(t.parameters["properties"]["device"]["enum"], json!(["R1", "R2"]), "{}", t.name);
         }
         insta::assert_json_snapshot!("tools_network_exec", network[0]);
+        // A Linux node's (the routing application's): its own descriptions, the same schemas.
+        let linux = tool_specs_for(&Scope::Device("r0".into()), &settings, true);
+        for (l, f) in linux.iter().zip(&device) {
+            assert_eq!((&l.name, &l.parameters["required"]), (&f.name, &f.parameters["required"]));
+        }
+        insta::assert_json_snapshot!("tools_linux_device", linux);
     }
 
     #[test]

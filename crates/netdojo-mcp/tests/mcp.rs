@@ -1,8 +1,9 @@
 //! netdojo-mcp on real FRR routers: the protocol on stdio and streamable HTTP, a NetConfBench
 //! task solved through network.cli.configure + network.commit with the oracle's scores, the
 //! confirmed commit that rolls back on its own, each §7 error code from a real condition,
-//! roles, and the official MCP Python SDK as an independent client; and, in `agent`, an
-//! agent behind an MCP server (one test binary per crate: link time dominates on 2 cores).
+//! roles, and the official MCP Python SDK as an independent client; in `linux_devices`, a
+//! routing task's Linux nodes as devices, repaired and scored like the built-in oracle; and, in
+//! `agent`, an agent behind an MCP server (one test binary per crate: link time dominates on 2 cores).
 
 mod agent;
 
@@ -100,7 +101,8 @@ mod common {
         let budget = Budget { max_steps: 100, ..netdojo_mcp::serve::default_budget() };
         let store =
             RunDir::create(dir.path().join("run"), &run_config(&task, &settings, &budget)).expect("run dir");
-        let episode = Episode::start(task, settings, scorers(), budget, store).expect("episode");
+        let scorers = netdojo_mcp::serve::scorers_for(&task);
+        let episode = Episode::start(task, settings, scorers, budget, store).expect("episode");
         let live = episode.link.live().await.expect("network up");
         let cancel = CancellationToken::new();
         let app = netdojo_mcp::transport::router(
@@ -246,10 +248,19 @@ mod common {
 
     impl Stdio {
         pub fn start(task: &str, extra: &[&str]) -> Self {
+            let suite = suite();
+            let suite = suite.to_str().expect("a UTF-8 path");
+            let args: Vec<&str> =
+                ["--task", task, "--suite", suite].into_iter().chain(extra.iter().copied()).collect();
+            Self::serve(&args)
+        }
+
+        /// `netdojo-mcp serve ARGS --out DIR`.
+        pub fn serve(args: &[&str]) -> Self {
             let dir = tempfile::tempdir().expect("tempdir");
+            let extra = args;
             let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_netdojo-mcp"))
-                .args(["serve", "--task", task, "--suite"])
-                .arg(suite())
+                .arg("serve")
                 .arg("--out")
                 .arg(dir.path().join("run"))
                 .args(extra)
@@ -1083,5 +1094,409 @@ mod notifications {
         assert_eq!(v["updated"], "network://R1/file/running-config", "{v}");
         http.episode.stop();
         http.finish().await;
+    }
+}
+
+mod linux_devices {
+    //! The routing application's router, hosts and switches as Linux devices: a task repaired
+    //! through network.cli.configure + network.commit, scored like the built-in oracle.
+    use std::sync::Arc;
+
+    use super::EIGHT;
+    use super::common::*;
+    use netdojo_core::runner::{Budget, Runner};
+    use netdojo_core::{Task, TaskGenerator, TaskKind};
+    use serde_json::{Value, json};
+
+    /// DR+WR: IP forwarding off and a wrong route on r0, two repairs.
+    const SEED: u64 = 1;
+    const INDEX: u64 = 8;
+
+    fn root(what: &str) -> bool {
+        if nix::unistd::geteuid().is_root() {
+            return true;
+        }
+        assert!(std::env::var_os("CI").is_none(), "{what}: CI must run as root");
+        eprintln!("skipping {what}: needs root (network namespaces)");
+        false
+    }
+
+    fn task() -> Task {
+        netdojo_linux::routing::RoutingGenerator.generate(SEED, INDEX).expect("a routing task")
+    }
+
+    /// The repair the oracle plays: (machine, command) in order.
+    fn repair(task: &Task) -> Vec<(String, String)> {
+        let TaskKind::Reactive { repair, .. } = &task.kind else { panic!("a reactive task") };
+        repair
+            .iter()
+            .map(|c| {
+                (
+                    c.arguments["machine"].as_str().expect("machine").to_string(),
+                    c.arguments["command"].as_str().expect("command").to_string(),
+                )
+            })
+            .collect()
+    }
+
+    /// correct and safe, the scores that do not depend on who solved it.
+    fn verdict(record: &netdojo_core::EpisodeRecord) -> (Value, Value) {
+        let get = |name: &str| {
+            record
+                .metrics
+                .iter()
+                .find(|m| m.name == name)
+                .map(|m| serde_json::to_value(m.value).expect("json"))
+                .unwrap_or_else(|| panic!("no metric {name}: {:?}", record.metrics))
+        };
+        (get("correct"), get("safe"))
+    }
+
+    fn assert_linux_capability(network: &Value) {
+        let keys: Vec<&str> = network.as_object().expect("object").keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            [
+                "yangModules",
+                "cliDialect",
+                "configDatastore",
+                "notificationStream",
+                "maxBulkEdit",
+                "supportsRollback",
+                "rollbackTimeout"
+            ],
+            "{network}"
+        );
+        assert_eq!(network["cliDialect"], "linux-iproute2", "{network}");
+        assert_eq!(network["yangModules"], json!([]), "{network}");
+        assert_eq!(network["configDatastore"], json!(["running", "candidate"]), "{network}");
+        assert_eq!(network["supportsRollback"], true, "{network}");
+    }
+
+    fn error_code(v: &Value) -> i64 {
+        v["error"]["code"].as_i64().unwrap_or_else(|| panic!("expected an error: {v}"))
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn a_routing_task_repaired_over_mcp_scores_as_the_oracle_does() {
+        if !root("MCP Linux devices") {
+            return;
+        }
+        let task = task();
+        let fix = repair(&task);
+        assert!(fix.iter().all(|(m, _)| m == "r0"), "{fix:?}");
+
+        // The built-in oracle, through the same runner, on the routing environment.
+        let runner = Runner {
+            env: Arc::new(netdojo_linux::routing::RoutingFactory::new(Default::default()).expect("factory")),
+            agent: Arc::new(netdojo_scripted::OracleFactory),
+            scorers: Arc::new(netdojo_score::netpress_scorers()),
+            budget: Budget::default(),
+            concurrency: 1,
+        };
+        let (oracle, _) = runner.run_episode(&task).await;
+        assert!(oracle.error.is_none(), "oracle episode errored: {:?}", oracle.error);
+        assert_eq!(verdict(&oracle), (json!(true), json!(true)), "the oracle repairs {}", task.id);
+
+        // stdio: the binary, the whole network.
+        let (seed, index) = (SEED.to_string(), INDEX.to_string());
+        let mut stdio = Stdio::serve(&["--env", "routing", "--seed", &seed, "--index", &index]);
+        let init = stdio
+            .request(
+                "initialize",
+                json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "test", "version": "0"}}),
+            )
+            .await;
+        assert_linux_capability(&init["result"]["capabilities"]["network"]);
+        let brief = init["result"]["instructions"].as_str().unwrap_or("");
+        assert!(brief.contains("linux-iproute2") && brief.contains("Latest pingall"), "{brief}");
+        stdio.notify("notifications/initialized").await;
+        let tools = stdio.request("tools/list", json!({})).await;
+        let tools = tools["result"]["tools"].as_array().expect("tools").clone();
+        let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+        for t in EIGHT {
+            assert!(names.contains(&t), "{t} not listed: {names:?}");
+        }
+        let tool = |name: &str| tools.iter().find(|t| t["name"] == name).expect("listed").clone();
+        for (name, available) in [
+            ("network.cli.exec", true),
+            ("network.cli.configure", true),
+            ("network.commit", true),
+            ("network.yang.get", false),
+            ("network.yang.edit", false),
+            ("network.rollback", true),
+        ] {
+            assert_eq!(tool(name)["_meta"]["available"], available, "{name}");
+        }
+        let devices = tool("network.cli.exec")["inputSchema"]["properties"]["device"]["enum"].clone();
+        for d in ["r0", "h1", "h2", "s1"] {
+            assert!(devices.as_array().expect("enum").contains(&json!(d)), "{d} not a device: {devices}");
+        }
+
+        // Show commands run, in the node's namespace, and answer with the pingall.
+        let routes = stdio.tool("network.cli.exec", json!({"device": "r0", "command": "ip route"})).await;
+        let text = routes["content"][0]["text"].as_str().expect("text");
+        assert!(text.contains("r0-eth") && text.contains("Latest pingall"), "{text}");
+        let addr =
+            stdio.tool("network.cli.exec", json!({"device": "h1", "command": "ip -j addr show"})).await;
+        let output = addr["structuredContent"]["output"].as_str().expect("output");
+        let parsed: Value = serde_json::from_str(output).expect("ip -j prints JSON");
+        assert!(parsed.as_array().is_some_and(|a| a.iter().any(|i| i["ifname"] == "h1-eth0")), "{parsed}");
+        // What changes state is refused before it reaches the node.
+        for refused in [
+            "ip route add 10.99.0.0/24 dev lo",
+            "sysctl -w net.ipv4.ip_forward=1",
+            "iptables -F",
+            "ip route list; ip link set r0-eth1 down",
+        ] {
+            let v = stdio
+                .request(
+                    "tools/call",
+                    json!({"name": "network.cli.exec", "arguments": {"device": "r0", "command": refused}}),
+                )
+                .await;
+            assert_eq!(error_code(&v), -32602, "{refused}: {v}");
+        }
+        let yang = stdio
+            .request("tools/call", json!({"name": "network.yang.get", "arguments": {"device": "r0", "path": "/frr-interface:lib"}}))
+            .await;
+        assert_eq!(error_code(&yang), -32084, "{yang}");
+        let rollback = stdio
+            .request("tools/call", json!({"name": "network.rollback", "arguments": {"device": "r0"}}))
+            .await;
+        assert_eq!(error_code(&rollback), -32085, "no commit to roll back yet: {rollback}");
+        let resources = stdio.request("resources/list", json!({})).await;
+        let uris: Vec<&str> = resources["result"]["resources"]
+            .as_array()
+            .expect("list")
+            .iter()
+            .filter_map(|r| r["uri"].as_str())
+            .collect();
+        for uri in [
+            "network://r0/routing/ipv4/route-table",
+            "network://h1/interface/h1-eth0",
+            "network://r0/file/running-config",
+        ] {
+            assert!(uris.contains(&uri), "{uri} not in {uris:?}");
+        }
+        let table =
+            stdio.request("resources/read", json!({"uri": "network://r0/routing/ipv4/route-table"})).await;
+        let table: Value =
+            serde_json::from_str(table["result"]["contents"][0]["text"].as_str().expect("text"))
+                .expect("JSON");
+        assert!(table["total"].as_u64().is_some_and(|n| n > 0), "{table}");
+        let running =
+            stdio.tool("network.file.pull", json!({"device": "r0", "file": "running-config"})).await;
+        let running = running["structuredContent"]["content"].as_str().expect("content").to_string();
+        assert!(running.contains("### ip route show table all") && running.contains("r0-eth1"), "{running}");
+
+        // Prompts speak the device's dialect.
+        let prompt = stdio
+            .request(
+                "prompts/get",
+                json!({"name": "network.troubleshoot.ping-fail", "arguments": {"device": "h1", "destination": "192.168.2.100"}}),
+            )
+            .await;
+        let text = prompt["result"]["messages"].to_string();
+        assert!(text.contains("ip route get 192.168.2.100") && !text.contains("show ip route"), "{prompt}");
+
+        // A commit stops at the first command that fails, and is undone: all or nothing.
+        let staged = stdio
+            .request(
+                "tools/call",
+                json!({"name": "network.cli.configure", "arguments": {"device": "r0",
+                    "commands": ["ip route del 10.123.0.0/24", "ip link set r0-eth1 mtu 1400", "rm -rf /"]}}),
+            )
+            .await;
+        let staged = &staged["result"];
+        assert_eq!(staged["isError"], true, "a refused command makes the answer an error: {staged}");
+        let results = staged["structuredContent"]["results"].as_array().expect("results").clone();
+        assert_eq!(staged["structuredContent"]["ok"], false, "{staged}");
+        assert_eq!(
+            results.iter().map(|r| r["status"].as_str().unwrap_or("")).collect::<Vec<_>>(),
+            ["success", "success", "error"],
+            "the sandbox's parser refuses `rm`, the others are staged: {staged}"
+        );
+        let failed = stdio
+            .request("tools/call", json!({"name": "network.commit", "arguments": {"device": "r0"}}))
+            .await;
+        assert_eq!(error_code(&failed), -32084, "{failed}");
+        let statuses: Vec<&str> = failed["error"]["data"]["details"]["results"]
+            .as_array()
+            .expect("per-command results")
+            .iter()
+            .filter_map(|r| r["status"].as_str())
+            .collect();
+        assert_eq!(statuses, ["error", "skipped"], "{failed}");
+        assert_eq!(
+            failed["error"]["data"]["details"]["undone_with"],
+            json!([]),
+            "nothing ran, nothing to undo: {failed}"
+        );
+        let link =
+            stdio.tool("network.cli.exec", json!({"device": "r0", "command": "ip link show r0-eth1"})).await;
+        let link = link["structuredContent"]["output"].as_str().expect("output").to_string();
+        assert!(link.contains("mtu 1500"), "the skipped command did not run: {link}");
+        // target running: at once.
+        let now = stdio
+            .tool(
+                "network.cli.configure",
+                json!({"device": "r0", "target": "running", "commands": ["ip link set r0-eth1 mtu 1500"]}),
+            )
+            .await;
+        assert_eq!(now["structuredContent"]["ok"], true, "{now}");
+
+        // The repair: staged (checked, not run), then committed.
+        let commands: Vec<&str> = fix.iter().map(|(_, c)| c.as_str()).collect();
+        let staged = stdio.tool("network.cli.configure", json!({"device": "r0", "commands": commands})).await;
+        assert_eq!(staged["structuredContent"]["ok"], true, "{staged}");
+        let committed = stdio.tool("network.commit", json!({"device": "r0"})).await;
+        assert_eq!(committed["structuredContent"]["committed"], true, "{committed}");
+        let results = committed["structuredContent"]["results"].as_array().expect("results");
+        assert_eq!(results.len(), fix.len());
+        assert!(results.iter().all(|r| r["status"] == "success"), "{committed}");
+        let done = stdio.tool("done", json!({})).await;
+        let record: netdojo_core::EpisodeRecord =
+            serde_json::from_value(done["structuredContent"]["record"].clone()).expect("a record");
+        assert_eq!(record.agent, "mcp");
+        assert_eq!(verdict(&record), verdict(&oracle), "scored as the oracle is");
+        // Every call that reached the runner is a step, the refused exec calls included.
+        assert_eq!(record.steps, 2 + 4 + 2 + 1 + 4 + 1 + 1, "{record:?}");
+        let run_dir = done["structuredContent"]["run_dir"].as_str().expect("run dir").to_string();
+        let store = netdojo_core::store::RunDir::inspect(&run_dir).expect("a run directory");
+        let trajectory = store.trajectory(&task.id).expect("trajectory");
+        assert!(trajectory.steps.iter().all(|s| s.check.safe), "a pingmesh check after every step");
+        let last = trajectory.steps.last().expect("steps");
+        assert_eq!(last.call.name, "network.commit");
+        assert!(
+            last.check.summary.as_ref().is_some_and(|s| s["unreachable"] == json!([])),
+            "{:?}",
+            last.check
+        );
+        stdio.wait().await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn a_read_only_role_on_a_linux_device_endpoint_reads_and_cannot_configure() {
+        if !root("MCP Linux devices over HTTP") {
+            return;
+        }
+        let http = http(task(), Default::default(), netdojo_mcp::Role::ReadOnly).await;
+        let raw = raw_initialize(&http.url("/mcp/r0")).await;
+        assert_linux_capability(&raw["result"]["capabilities"]["network"]);
+        let client = client(&http.url("/mcp/h1")).await;
+        let tools = client.list_all_tools().await.expect("tools/list");
+        let configure = tools.iter().find(|t| t.name == "network.cli.configure").expect("configure");
+        assert_eq!(configure.meta.as_ref().map(|m| m.0["allowed"].clone()), Some(json!(false)));
+        let out = ok(&client, "network.cli.exec", json!({"command": "ip -br addr"})).await;
+        assert!(out["output"].as_str().is_some_and(|o| o.contains("h1-eth0")), "{out}");
+        assert!(out["pingall"].as_str().is_some_and(|p| p.contains("h1 ->")), "{out}");
+        for (tool, args) in [
+            ("network.cli.configure", json!({"commands": ["ip route add 10.99.0.0/24 dev lo"]})),
+            ("network.commit", json!({})),
+            ("network.file.push", json!({"file": "candidate-config", "content": "ip route"})),
+        ] {
+            assert_eq!(code(&client, tool, args).await.0, -32083, "{tool}");
+        }
+        http.episode.stop();
+        let finished = http.finish().await.expect("finished");
+        let record = finished.record.expect("a record");
+        assert_eq!(record.steps, 1, "only the show command reached the episode");
+        assert_eq!(verdict(&record).0, json!(false), "nothing was repaired");
+    }
+
+    /// What the pingall and the changed parts read now.
+    async fn look(client: &Client) -> (String, String) {
+        let out =
+            ok(client, "network.cli.exec", json!({"device": "r0", "command": "ip -d link show r0-eth1"}))
+                .await;
+        let mut state = out["output"].as_str().expect("output").to_string();
+        for command in [
+            "ip -br link",
+            "ip -br addr",
+            "ip route show table all",
+            "iptables -S",
+            "tc qdisc show dev r0-eth1",
+            "sysctl net.ipv4.conf.all.rp_filter",
+        ] {
+            let out = ok(client, "network.cli.exec", json!({"device": "r0", "command": command})).await;
+            state.push_str(out["output"].as_str().expect("output"));
+        }
+        let out = ok(client, "network.cli.exec", json!({"device": "r0", "command": "ip route"})).await;
+        (out["pingall"].as_str().expect("pingall").to_string(), state)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn a_commit_that_breaks_reachability_is_rolled_back_and_the_pingmesh_is_whole_again() {
+        if !root("MCP Linux rollback") {
+            return;
+        }
+        let settings = netdojo_mcp::Settings {
+            rollback_timeout: std::time::Duration::from_secs(30),
+            ..Default::default()
+        };
+        let http = http(task(), settings, netdojo_mcp::Role::Operator).await;
+        let client = client(&http.url("/mcp")).await;
+        let (mesh, state) = look(&client).await;
+        assert!(state.contains("mtu 1500") && !state.contains("tbf"), "{state}");
+        let breaking = [
+            "ip link set r0-eth2 down",
+            "ip link set r0-eth1 mtu 1400",
+            "iptables -A INPUT -s 192.168.1.0/24 -j DROP",
+            "sysctl -w net.ipv4.conf.all.rp_filter=2",
+            "tc qdisc add dev r0-eth1 root tbf rate 8kbit burst 64 limit 64",
+            "ip addr add 10.66.0.1/24 dev r0-eth3",
+            "ip route add 10.77.0.0/16 via 10.66.0.9 dev r0-eth3",
+        ];
+        ok(&client, "network.cli.configure", json!({"device": "r0", "commands": breaking})).await;
+        let committed = ok(&client, "network.commit", json!({"device": "r0"})).await;
+        assert_eq!(committed["committed"], true, "{committed}");
+        let (broken, changed) = look(&client).await;
+        assert_ne!(broken, mesh, "the commit broke pairs that worked");
+        assert!(
+            changed.contains("mtu 1400") && changed.contains("tbf") && changed.contains("DROP"),
+            "{changed}"
+        );
+        let rolled = ok(&client, "network.rollback", json!({"device": "r0"})).await;
+        assert_eq!(rolled["rolled_back_to_before"], committed["commit"], "{rolled}");
+        let (again, restored) = look(&client).await;
+        assert_eq!(again, mesh, "the pingmesh is as before the commit");
+        assert_eq!(restored, state, "links, addresses, routes, iptables, qdiscs and sysctls are as before");
+
+        // A confirmed commit that is not confirmed rolls back on its own.
+        ok(
+            &client,
+            "network.cli.configure",
+            json!({"device": "r0", "commands": ["ip link set r0-eth2 down"]}),
+        )
+        .await;
+        let confirmed =
+            ok(&client, "network.commit", json!({"device": "r0", "confirmed": true, "timeout_s": 3})).await;
+        assert_eq!(confirmed["rollback_in_s"], 3.0, "{confirmed}");
+        // The pingall taken right after the commit, in its answer.
+        assert_ne!(confirmed["pingall"].as_str().expect("pingall"), mesh, "the confirmed commit broke pairs");
+        tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+        let (again, restored) = look(&client).await;
+        assert_eq!(again, mesh, "rolled back on its own");
+        assert_eq!(restored, state);
+        assert_eq!(code(&client, "network.commit", json!({"device": "r0"})).await.0, -32086);
+
+        // What a snapshot does not hold (ethtool settings) is no confirmed commit, and a
+        // rollback past it is refused before it changes anything.
+        ok(
+            &client,
+            "network.cli.configure",
+            json!({"device": "r0", "commands": ["ethtool -K r0-eth1 tso off"]}),
+        )
+        .await;
+        let (c, message) = code(&client, "network.commit", json!({"device": "r0", "confirmed": true})).await;
+        assert_eq!(c, -32084, "{message}");
+        assert!(message.contains("ethtool"), "{message}");
+        ok(&client, "network.commit", json!({"device": "r0"})).await;
+        let (c, message) = code(&client, "network.rollback", json!({"device": "r0"})).await;
+        assert_eq!(c, -32085, "{message}");
+        http.episode.stop();
+        http.finish().await.expect("finished");
     }
 }

@@ -1,6 +1,8 @@
 //! The routing environment: one live network per episode, the agent's `exec` tool, the
 //! pingmesh after every command, pair-by-pair safety and full-reachability correctness.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
@@ -69,13 +71,7 @@ impl EnvironmentFactory for RoutingFactory {
     }
 
     async fn create(&self, _task: &Task) -> Result<Box<dyn Environment>, EnvError> {
-        Ok(Box::new(RoutingEnv {
-            options: self.options.clone(),
-            net: None,
-            current: None,
-            previous: None,
-            task_id: String::new(),
-        }))
+        Ok(Box::new(RoutingEnv::new(self.options.clone())))
     }
 }
 
@@ -83,7 +79,8 @@ impl EnvironmentFactory for RoutingFactory {
 #[derive(Debug)]
 pub struct RoutingEnv {
     options: RoutingOptions,
-    net: Option<Network>,
+    /// Shared so that a front end (netdojo-mcp) can reach the nodes while the episode lives.
+    net: Option<Arc<Network>>,
     /// The pingmesh after the latest step, and before it.
     current: Option<Matrix>,
     previous: Option<Matrix>,
@@ -91,13 +88,44 @@ pub struct RoutingEnv {
 }
 
 impl RoutingEnv {
+    /// An episode's environment, before its reset (an [`EnvironmentFactory`] makes these; a
+    /// front end that wraps the environment makes its own).
+    pub fn new(options: RoutingOptions) -> Self {
+        Self { options, net: None, current: None, previous: None, task_id: String::new() }
+    }
+
+    /// The live network, while the episode lives: for a front end that acts on its nodes
+    /// (netdojo-mcp's Linux devices) instead of through [`EXEC_TOOL`].
+    pub fn network(&self) -> Option<std::sync::Weak<Network>> {
+        self.net.as_ref().map(Arc::downgrade)
+    }
+
+    /// The settings of the agent's commands (the sandbox's time limit and output cap).
+    pub fn options(&self) -> &RoutingOptions {
+        &self.options
+    }
+
+    /// After a step that a front end ran on the nodes itself: takes the pingmesh the state
+    /// check compares with the one before, exactly as [`EXEC_TOOL`] does after its command,
+    /// and returns it rendered (the "Latest pingall" the agent reads).
+    pub async fn observe_step(&mut self) -> Result<Matrix, EnvError> {
+        let mesh = self.mesh().await?;
+        self.previous = self.current.replace(mesh.clone());
+        Ok(mesh)
+    }
+
+    /// The latest pingall, rendered.
+    pub fn pingall(&self) -> Option<String> {
+        self.current.as_ref().map(Matrix::render)
+    }
+
     fn task_err(&self, message: String) -> EnvError {
         EnvError::Task { env: ENV.into(), task_id: self.task_id.clone(), message }
     }
 
     fn net(&self) -> Result<&Network, EnvError> {
         self.net
-            .as_ref()
+            .as_deref()
             .ok_or_else(|| EnvError::Runtime { env: ENV.into(), message: "no network: reset first".into() })
     }
 
@@ -176,7 +204,7 @@ impl Environment for RoutingEnv {
         let (net, _) = Network::build(layout.topology())
             .await
             .map_err(|e| EnvError::Setup { env: ENV.into(), message: e.to_string() })?;
-        self.net = Some(net);
+        self.net = Some(Arc::new(net));
         let healthy = self.mesh().await?;
         if !healthy.full() {
             return Err(EnvError::Setup {
@@ -239,7 +267,7 @@ impl Environment for RoutingEnv {
         let output = exec::run(&ns, &command, &self.options.exec)
             .await
             .map_err(|e| EnvError::Runtime { env: ENV.into(), message: e.to_string() })?;
-        let mesh = self.mesh().await?;
+        let mesh = self.observe_step().await?;
         let status = match (output.timed_out, output.status) {
             (true, _) => format!("timed out after {:?}", self.options.exec.timeout),
             (false, Some(code)) => format!("exit status {code}"),
@@ -251,7 +279,6 @@ impl Environment for RoutingEnv {
             mesh.render()
         );
         let data = json!({"exit_status": output.status, "timed_out": output.timed_out, "truncated": output.truncated, "received": mesh.received(), "sent": mesh.sent()});
-        self.previous = self.current.replace(mesh);
         let mut observation = Observation::ok(call, content, Some(data));
         observation.ok = output.status == Some(0) && !output.timed_out;
         Ok(observation)
@@ -290,8 +317,12 @@ impl Environment for RoutingEnv {
     }
 
     async fn close(&mut self) -> Result<(), EnvError> {
-        if let Some(mut net) = self.net.take() {
-            net.teardown();
+        if let Some(net) = self.net.take() {
+            // A front end's call in flight holds the network a moment longer; it is torn down
+            // when that call lets go (Network's Drop).
+            if let Ok(mut net) = Arc::try_unwrap(net) {
+                net.teardown();
+            }
         }
         Ok(())
     }
@@ -311,13 +342,7 @@ mod tests {
         let machines: Vec<String> =
             ["h1", "h2", "h3", "h4", "r0", "s1", "s2"].iter().map(|s| s.to_string()).collect();
         insta::assert_snapshot!(brief(&machines, &mesh));
-        let env = RoutingEnv {
-            options: RoutingOptions::default(),
-            net: None,
-            current: None,
-            previous: None,
-            task_id: String::new(),
-        };
+        let env = RoutingEnv::new(RoutingOptions::default());
         insta::assert_json_snapshot!(env.tools());
     }
 }

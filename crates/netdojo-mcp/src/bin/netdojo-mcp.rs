@@ -1,5 +1,6 @@
-//! `netdojo-mcp serve`: a NetConfBench task's routers behind MCP (the same as `cargo xtask mcp
-//! serve`, without the reasoning score's model). The integration tests start it on stdio.
+//! `netdojo-mcp serve`: a NetConfBench task's routers, or a routing task's Linux nodes, behind
+//! MCP (the same as `cargo xtask mcp serve`, without the reasoning score's model). The
+//! integration tests start it on stdio.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -46,9 +47,17 @@ struct ServeAgentArgs {
 
 #[derive(Debug, clap::Args)]
 struct ServeArgs {
-    /// The task's id.
-    #[arg(long)]
-    task: String,
+    /// The task's id (NetConfBench; or with --env routing, see --seed / --index).
+    #[arg(long, required_unless_present = "env")]
+    task: Option<String>,
+    /// `routing`: a task of the routing application, drawn like `eval --env routing` does.
+    #[arg(long, value_parser = ["routing", "netconf"])]
+    env: Option<String>,
+    /// --env routing: the generator's seed and the task's index.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    #[arg(long, default_value_t = 0)]
+    index: u64,
     /// The suite holding it.
     #[arg(long, default_value = "testdata/netconf")]
     suite: PathBuf,
@@ -120,7 +129,11 @@ fn serve_agent(args: ServeAgentArgs) -> Result<(), Box<dyn std::error::Error>> {
 }
 
 fn run(args: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
-    let task = load_task(&args.suite, &args.task)?;
+    let task = match (args.env.as_deref(), &args.task) {
+        (Some("routing"), _) => netdojo_mcp::serve::routing_task(args.seed, args.index)?,
+        (_, Some(id)) => load_task(&args.suite, id)?,
+        (_, None) => return Err("--task ID (or --env routing --seed S --index N)".into()),
+    };
     if !(args.rollback_timeout.is_finite() && args.rollback_timeout > 0.0) {
         return Err(
             format!("--rollback-timeout {}: a positive number of seconds", args.rollback_timeout).into()
@@ -148,7 +161,8 @@ fn run(args: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
                 on_signal.cancel();
             }
         });
-        serve(task, netdojo_mcp::serve::scorers(), options, stop).await
+        let scorers = netdojo_mcp::serve::scorers_for(&task);
+        serve(task, scorers, options, stop).await
     })?;
     // tokio reads stdin on a blocking thread that only a new line or EOF ends: do not wait
     // for it when the client keeps stdin open.
