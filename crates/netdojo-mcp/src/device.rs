@@ -80,14 +80,25 @@ pub enum Changed {
     Candidate,
 }
 
+/// The stream of configuration changes and confirmed-commit events that NETCONF reports in
+/// its `NETCONF` stream (RFC 6470 `netconf-config-change`, `netconf-confirmed-commit`),
+/// produced here by the device layer that owns commits.
+pub const NETCONF_STREAM: &str = "netconf-stream";
+/// The stream of what a device's daemons log (an FRR router's; a Linux node's kernel log is
+/// the host's, not the node's, so it has none).
+pub const SYSLOG_STREAM: &str = "syslog";
+
+/// How often an FRR router's daemon logs are read for the syslog stream.
+const SYSLOG_POLL: Duration = Duration::from_millis(500);
+
 /// An event of a device, as the MCP server translates it into notifications (§3
-/// `notificationStream`): the configuration changes and confirmed-commit events that NETCONF
-/// reports in its `NETCONF` stream (RFC 6470 `netconf-config-change`,
-/// `netconf-confirmed-commit`), produced here by the device layer that owns commits.
+/// `notificationStream`).
 #[derive(Debug, Clone, Serialize)]
 pub struct Event {
     pub device: String,
-    /// `netconf-config-change` or `netconf-confirmed-commit`.
+    /// [`NETCONF_STREAM`] or [`SYSLOG_STREAM`].
+    pub stream: &'static str,
+    /// `netconf-config-change`, `netconf-confirmed-commit` or `syslog`.
     pub event: &'static str,
     /// An MCP logging level: `info`, `notice`, `warning`, `error`.
     pub level: &'static str,
@@ -98,6 +109,45 @@ pub struct Event {
 
 /// How many events a slow listener may fall behind before it misses some.
 const EVENT_BACKLOG: usize = 256;
+
+/// Tells the listeners (MCP sessions) of an event of `device`, its data redacted; nobody
+/// listening is fine.
+pub(crate) fn send_event(
+    events: &broadcast::Sender<Event>,
+    device: &str,
+    stream: &'static str,
+    event: &'static str,
+    level: &'static str,
+    changed: Option<Changed>,
+    data: &Value,
+) {
+    let mut data = crate::redact::redact_json(data);
+    data["device"] = json!(device);
+    let _ = events.send(Event { device: device.to_string(), stream, event, level, changed, data });
+}
+
+/// Forwards the new lines of `device`'s daemon logs as [`SYSLOG_STREAM`] events, until the
+/// network is gone. A line with an FRR error code (FRR's errors and warnings) is a `warning`,
+/// any other `info`.
+fn tail_syslog(device: String, net: Weak<Network>, events: broadcast::Sender<Event>) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut cursor = netdojo_linux::frr::LogCursor::default();
+        let mut tick = tokio::time::interval(SYSLOG_POLL);
+        loop {
+            tick.tick().await;
+            let lines = {
+                let Some(net) = net.upgrade() else { return };
+                let Some(frr) = net.frr(&device) else { return };
+                frr.read_logs(&mut cursor)
+            };
+            for line in lines {
+                let level = if line.error_code.is_some() { "warning" } else { "info" };
+                let data = serde_json::to_value(&line).unwrap_or_default();
+                send_event(&events, &device, SYSLOG_STREAM, "syslog", level, None, &data);
+            }
+        }
+    })
+}
 
 /// One commit of the device's history.
 #[derive(Debug, Clone, Serialize)]
@@ -140,6 +190,8 @@ pub struct FrrDevice {
     yang_modules: Vec<String>,
     state: Mutex<State>,
     events: broadcast::Sender<Event>,
+    /// Reads the daemons' logs into the syslog stream; stopped at shutdown.
+    syslog: std::sync::Mutex<Option<JoinHandle<()>>>,
 }
 
 fn now() -> u64 {
@@ -216,7 +268,8 @@ impl FrrDevice {
             startup: String::new(),
             yang_modules: vec![],
             state: Mutex::new(State { next_id: 1, ..State::default() }),
-            events,
+            events: events.clone(),
+            syslog: std::sync::Mutex::new(None),
         };
         device.startup = device.running().await?;
         let daemons = device.vtysh(&["-c", "show daemons"], settings.exec_timeout).await?.stdout;
@@ -233,6 +286,8 @@ impl FrrDevice {
             }
         }
         device.yang_modules = modules.into_iter().collect();
+        device.syslog =
+            std::sync::Mutex::new(Some(tail_syslog(device.name.clone(), device.net.clone(), events)));
         Ok(device)
     }
 
@@ -240,11 +295,9 @@ impl FrrDevice {
         &self.name
     }
 
-    /// Tells the listeners (MCP sessions) of an event; nobody listening is fine.
+    /// Tells the listeners (MCP sessions) of an event of the NETCONF stream.
     fn emit(&self, event: &'static str, level: &'static str, changed: Option<Changed>, data: Value) {
-        let mut data = crate::redact::redact_json(&data);
-        data["device"] = json!(self.name);
-        let _ = self.events.send(Event { device: self.name.clone(), event, level, changed, data });
+        send_event(&self.events, &self.name, NETCONF_STREAM, event, level, changed, &data);
     }
 
     /// A configuration change (RFC 6470 `netconf-config-change`).
@@ -688,6 +741,13 @@ impl FrrDevice {
         if let Some(p) = self.state.lock().await.pending.take() {
             p.timer.abort();
         }
+        let tailer = match self.syslog.lock() {
+            Ok(mut t) => t.take(),
+            Err(poisoned) => poisoned.into_inner().take(),
+        };
+        if let Some(t) = tailer {
+            t.abort();
+        }
     }
 }
 
@@ -738,6 +798,14 @@ impl Device {
         match self {
             Self::Frr(_) => &["running", "candidate", "operational"],
             Self::Linux(_) => &["running", "candidate"],
+        }
+    }
+
+    /// §3 `notificationStream`: what the device's events can be.
+    pub fn notification_streams(&self) -> &'static [&'static str] {
+        match self {
+            Self::Frr(_) => &[NETCONF_STREAM, SYSLOG_STREAM],
+            Self::Linux(_) => &[NETCONF_STREAM],
         }
     }
 

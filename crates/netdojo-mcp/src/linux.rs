@@ -25,7 +25,7 @@ use serde_json::{Value, json};
 use tokio::sync::{Mutex, broadcast};
 use tokio::task::JoinHandle;
 
-use crate::device::{Changed, Event, Settings};
+use crate::device::{Changed, Event, NETCONF_STREAM, Settings, send_event};
 use crate::error::NetError;
 use crate::linux_state::{self, Snapshot};
 use crate::redact::redact;
@@ -275,9 +275,7 @@ impl LinuxDevice {
     }
 
     fn emit(&self, event: &'static str, level: &'static str, changed: Option<Changed>, data: Value) {
-        let mut data = crate::redact::redact_json(&data);
-        data["device"] = json!(self.name);
-        let _ = self.events.send(Event { device: self.name.clone(), event, level, changed, data });
+        send_event(&self.events, &self.name, NETCONF_STREAM, event, level, changed, &data);
     }
 
     fn record(

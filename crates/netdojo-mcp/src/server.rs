@@ -338,7 +338,7 @@ impl NetworkServer {
             }
             let severity = severity_of(event.level);
             if severity >= self.session.level.load(std::sync::atomic::Ordering::SeqCst) {
-                let mut data = json!({"stream": "netconf-stream", "event": event.event});
+                let mut data = json!({"stream": event.stream, "event": event.event});
                 if let (Some(out), Some(fields)) = (data.as_object_mut(), event.data.as_object()) {
                     out.extend(fields.clone());
                 }

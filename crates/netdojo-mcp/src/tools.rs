@@ -242,13 +242,20 @@ pub fn capability(devices: &[&Device], settings: &Settings) -> Value {
     let dialect = devices.first().map_or("frr-vtysh", |d| d.cli_dialect());
     let datastores = devices.first().map_or(&["running", "candidate", "operational"][..], |d| d.datastores());
     let rollback = devices.iter().all(|d| d.supports_rollback());
+    let mut streams: Vec<&str> = vec![crate::device::NETCONF_STREAM];
+    for stream in devices.iter().flat_map(|d| d.notification_streams()) {
+        if !streams.contains(stream) {
+            streams.push(stream);
+        }
+    }
     json!({
         "yangModules": modules,
         "cliDialect": dialect,
         "configDatastore": datastores,
-        // Configuration changes and confirmed-commit events (RFC 6470's, of NETCONF's stream),
-        // as `notifications/message` and `notifications/resources/updated` (docs/mcp.md).
-        "notificationStream": ["netconf-stream"],
+        // Configuration changes and confirmed-commit events (RFC 6470's, of NETCONF's stream)
+        // and FRR's daemon logs, as `notifications/message` (and
+        // `notifications/resources/updated`), docs/mcp.md.
+        "notificationStream": streams,
         "maxBulkEdit": settings.max_bulk_edit,
         "supportsRollback": rollback,
         "rollbackTimeout": settings.rollback_timeout.as_secs(),

@@ -343,7 +343,7 @@ fn assert_network_capability(network: &serde_json::Value, rollback: u64) {
     assert_eq!(network["supportsRollback"], true);
     assert_eq!(network["rollbackTimeout"], rollback);
     assert_eq!(network["maxBulkEdit"], 1000);
-    assert_eq!(network["notificationStream"], serde_json::json!(["netconf-stream"]));
+    assert_eq!(network["notificationStream"], serde_json::json!(["netconf-stream", "syslog"]));
 }
 
 const EIGHT: [&str; 8] = [
@@ -1015,6 +1015,19 @@ mod notifications {
             .expect("read");
         assert!(format!("{read:?}").contains("ip route 9.9.9.0/24 10.0.12.2"), "{read:?}");
 
+        // The syslog stream: applying a configuration makes every FRR daemon log that it read
+        // one; the line reaches the client as a `syslog` message of the device.
+        call("network.cli.configure", json!({"commands": ["ip route 7.7.7.0/24 10.0.12.2"]}))
+            .await
+            .expect("configure");
+        call("network.commit", json!({})).await.expect("commit");
+        let line = expect_notification(rx, 10, "syslog line", |v| v["message"]["stream"] == "syslog").await;
+        assert_eq!(line["message"]["event"], "syslog", "{line}");
+        assert_eq!(line["logger"], "network.R1", "{line}");
+        assert!(netdojo_linux::frr::DAEMONS.iter().any(|d| line["message"]["daemon"] == *d), "{line}");
+        assert!(line["message"]["message"].as_str().is_some_and(|m| !m.is_empty()), "{line}");
+        assert!(line["message"]["time"].as_str().is_some_and(|t| t.len() == 19), "{line}");
+
         call("network.cli.configure", json!({"commands": ["ip route 8.8.8.0/24 10.0.12.2"]}))
             .await
             .expect("configure");
@@ -1055,7 +1068,7 @@ mod notifications {
         assert!(caps["logging"].is_object(), "{caps}");
         assert_eq!(
             caps["experimental"]["network"]["notificationStream"],
-            json!(["netconf-stream"]),
+            json!(["netconf-stream", "syslog"]),
             "{caps}"
         );
         commits_are_notified(&client, &mut rx).await;
@@ -1171,6 +1184,7 @@ mod linux_devices {
         assert_eq!(network["yangModules"], json!([]), "{network}");
         assert_eq!(network["configDatastore"], json!(["running", "candidate"]), "{network}");
         assert_eq!(network["supportsRollback"], true, "{network}");
+        assert_eq!(network["notificationStream"], json!(["netconf-stream"]), "{network}");
     }
 
     fn error_code(v: &Value) -> i64 {
