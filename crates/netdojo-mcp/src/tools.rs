@@ -109,7 +109,7 @@ fn object(mut properties: Value, required: &[&str], scope: &Scope) -> Value {
             json!({"type": "string", "enum": devices, "description": "The device to act on."});
         required.insert(0, "device");
     }
-    json!({"type": "object", "properties": properties, "required": required, "additionalProperties": false})
+    ToolSpec::object_schema(properties, &required)
 }
 
 /// The eight tools for `scope`.
