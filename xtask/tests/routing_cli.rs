@@ -168,3 +168,72 @@ fn ctrl_c_lets_episodes_finish_and_tears_every_namespace_down() {
         "markers left behind"
     );
 }
+
+/// `cargo xtask mcp serve --env routing`: a routing task's nodes behind MCP on stdio, spoken to
+/// line by line as any MCP client would; `done` scores the episode into the run directory.
+#[test]
+fn a_routing_task_served_over_mcp_is_scored_into_its_run_directory() {
+    use std::io::{BufRead, BufReader, Write};
+    if !root_or_skip("mcp serve --env routing") {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("served");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(["mcp", "serve", "--env", "routing", "--seed", "1", "--index", "8", "--out"])
+        .arg(&dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let pid = child.id();
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let mut call = |id: u64, method: &str, params: serde_json::Value| -> serde_json::Value {
+        let request = serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        writeln!(stdin, "{request}").expect("write");
+        stdin.flush().expect("flush");
+        loop {
+            let line = lines.next().expect("an answer").expect("read");
+            let message: serde_json::Value = serde_json::from_str(&line).expect("JSON-RPC");
+            if message["id"] == id {
+                assert!(message.get("error").is_none(), "{method}: {message}");
+                return message["result"].clone();
+            }
+        }
+    };
+    let init = call(
+        1,
+        "initialize",
+        serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "routing_cli", "version": "0"}}),
+    );
+    let network = &init["capabilities"]["experimental"]["network"];
+    assert_eq!(network["cliDialect"], "linux-iproute2", "{init}");
+    let shown = call(
+        2,
+        "tools/call",
+        serde_json::json!({"name": "network.cli.exec", "arguments": {"device": "r0", "command": "ip -br addr"}}),
+    );
+    assert!(shown["structuredContent"]["output"].as_str().is_some_and(|o| o.contains("r0-eth1")), "{shown}");
+    let done = call(3, "tools/call", serde_json::json!({"name": "done", "arguments": {}}));
+    assert!(done["structuredContent"]["record"].is_object(), "{done}");
+    drop(stdin);
+    let out = child.wait_with_output().expect("wait");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(namespaces_of(pid).is_empty(), "namespaces left behind: {:?}", namespaces_of(pid));
+
+    // Nothing was repaired: not correct, but safe, and recorded like an eval episode.
+    let store = netdojo::core::store::RunDir::open(&dir).expect("run directory");
+    let records = store.records().expect("records");
+    assert_eq!(records.len(), 1);
+    let record = &records[0];
+    assert_eq!((record.application.as_str(), record.agent.as_str()), ("routing", "mcp"), "{record:?}");
+    assert_eq!(record.steps, 1, "{record:?}");
+    let pass = |name: &str| match record.metric(name) {
+        Some(netdojo::core::MetricValue::Pass(p)) => p,
+        other => panic!("{name}: {other:?}"),
+    };
+    assert!(!pass("correct") && pass("safe"), "{record:?}");
+}
