@@ -237,6 +237,40 @@ mod common {
         }
     }
 
+    /// The first notification matching each of `wanted`, in whatever order they come: a
+    /// client may hand notifications to its handler concurrently (rmcp does), so those of one
+    /// event can arrive in any order.
+    pub type Wanted<'a> = (&'a str, &'a dyn Fn(&Value) -> bool);
+
+    pub async fn expect_notifications(
+        rx: &mut tokio::sync::mpsc::UnboundedReceiver<Value>,
+        secs: u64,
+        wanted: &[Wanted<'_>],
+    ) -> Vec<Value> {
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(secs);
+        let mut found: Vec<Option<Value>> = vec![None; wanted.len()];
+        let mut seen = Vec::new();
+        while found.iter().any(Option::is_none) {
+            let missing = || {
+                wanted
+                    .iter()
+                    .zip(&found)
+                    .filter(|(_, f)| f.is_none())
+                    .map(|((w, _), _)| *w)
+                    .collect::<Vec<_>>()
+            };
+            match tokio::time::timeout_at(deadline, rx.recv()).await {
+                Ok(Some(v)) => match wanted.iter().zip(&found).position(|((_, p), f)| f.is_none() && p(&v)) {
+                    Some(i) => found[i] = Some(v),
+                    None => seen.push(v),
+                },
+                Ok(None) => panic!("{:?}: the client is gone; saw {seen:?}", missing()),
+                Err(_) => panic!("{:?}: no such notification within {secs} s; saw {seen:?}", missing()),
+            }
+        }
+        found.into_iter().flatten().collect()
+    }
+
     /// netdojo-mcp on stdio, spoken to line by line as any MCP client would.
     pub struct Stdio {
         child: tokio::process::Child,
@@ -996,19 +1030,20 @@ mod notifications {
             .await
             .expect("configure");
         call("network.commit", json!({})).await.expect("commit");
-        let change =
-            expect_notification(rx, 10, "config-change", |v| v["message"]["operation"] == "commit").await;
+        let told = expect_notifications(
+            rx,
+            10,
+            &[
+                ("config-change", &|v: &Value| v["message"]["operation"] == "commit"),
+                ("running-config updated", &|v: &Value| v["updated"] == "network:///file/running-config"),
+                ("route table updated", &|v: &Value| v["updated"] == "network:///routing/ipv4/route-table"),
+            ],
+        )
+        .await;
+        let change = &told[0];
         assert_eq!(change["message"]["event"], "netconf-config-change", "{change}");
         assert_eq!(change["message"]["stream"], "netconf-stream", "{change}");
         assert_eq!(change["logger"], "network.R1", "{change}");
-        expect_notification(rx, 10, "running-config updated", |v| {
-            v["updated"] == "network:///file/running-config"
-        })
-        .await;
-        expect_notification(rx, 10, "route table updated", |v| {
-            v["updated"] == "network:///routing/ipv4/route-table"
-        })
-        .await;
         let read = client
             .read_resource(ReadResourceRequestParams::new("network:///file/running-config"))
             .await
@@ -1021,7 +1056,19 @@ mod notifications {
             .await
             .expect("configure");
         call("network.commit", json!({})).await.expect("commit");
-        let line = expect_notification(rx, 10, "syslog line", |v| v["message"]["stream"] == "syslog").await;
+        // With this commit's own notifications, so that none is taken for a later one's.
+        let told = expect_notifications(
+            rx,
+            10,
+            &[
+                ("syslog line", &|v: &Value| v["message"]["stream"] == "syslog"),
+                ("config-change", &|v: &Value| v["message"]["operation"] == "commit"),
+                ("running-config updated", &|v: &Value| v["updated"] == "network:///file/running-config"),
+                ("route table updated", &|v: &Value| v["updated"] == "network:///routing/ipv4/route-table"),
+            ],
+        )
+        .await;
+        let line = &told[0];
         assert_eq!(line["message"]["event"], "syslog", "{line}");
         assert_eq!(line["logger"], "network.R1", "{line}");
         assert!(netdojo_linux::frr::DAEMONS.iter().any(|d| line["message"]["daemon"] == *d), "{line}");
@@ -1033,17 +1080,21 @@ mod notifications {
             .expect("configure");
         call("network.commit", json!({"confirmed": true, "timeout_s": 1})).await.expect("commit");
         let start = std::time::Instant::now();
-        let timeout = expect_notification(rx, 15, "confirmed-commit timeout", |v| {
-            v["message"]["confirm-event"] == "timeout"
-        })
+        let told = expect_notifications(
+            rx,
+            15,
+            &[
+                ("confirmed-commit timeout", &|v: &Value| v["message"]["confirm-event"] == "timeout"),
+                ("running-config updated by the rollback", &|v: &Value| {
+                    v["updated"] == "network:///file/running-config"
+                }),
+            ],
+        )
         .await;
+        let timeout = &told[0];
         assert_eq!(timeout["message"]["event"], "netconf-confirmed-commit", "{timeout}");
         assert_eq!(timeout["message"]["rolled_back"], true, "{timeout}");
         assert_eq!(timeout["level"], "warning", "{timeout}");
-        expect_notification(rx, 5, "running-config updated by the rollback", |v| {
-            v["updated"] == "network:///file/running-config"
-        })
-        .await;
         assert!(start.elapsed() < std::time::Duration::from_secs(10), "{:?}", start.elapsed());
     }
 
