@@ -196,6 +196,9 @@ impl Network {
         // bridge and up: two requests fewer per link, each of which would take the kernel's
         // routing lock that a previous network's teardown is still holding.
         let mut ends = Vec::new();
+        // The ends still to bring up (and, on a bridge, to enslave) from their own namespace:
+        // all but those a bridge creates.
+        let mut to_raise: HashMap<&str, Vec<(&str, u32)>> = HashMap::new();
         for (i, link) in self.topology.topology.links.iter().enumerate() {
             let [a, b] = &link.endpoints;
             let a = a.split_once(':').unwrap_or((a, ""));
@@ -209,6 +212,10 @@ impl Network {
             let first = FIRST_VETH_INDEX + 2 * i as u32;
             index.insert(local, first);
             index.insert(peer, first + 1);
+            if !is_bridge(local.0) {
+                to_raise.entry(local.0).or_default().push((local.1, first));
+            }
+            to_raise.entry(peer.0).or_default().push((peer.1, first + 1));
             ends.push((local, peer, link.mtu, is_bridge(local.0)));
         }
         let idx = |node: &str, iface: &str| {
@@ -295,18 +302,10 @@ impl Network {
         for (name, node) in self.topology.nodes() {
             let ns = self.node(name)?;
             let rtnl = ns.rtnl.clone();
-            let mut ports = Vec::new();
-            for (i, link) in self.topology.topology.links.iter().enumerate() {
-                for end in &link.endpoints {
-                    let (n, iface) = end.split_once(':').unwrap_or((end, ""));
-                    let index = idx(n, iface)?;
-                    // Made by its bridge (the even index of a bridged link) already up.
-                    let made_up = node.kind == NodeKind::Bridge && index == FIRST_VETH_INDEX + 2 * i as u32;
-                    if n == name && !made_up {
-                        ports.push((iface.to_string(), index));
-                    }
-                }
-            }
+            let ports: Vec<(String, u32)> = to_raise
+                .get(name)
+                .map(|ends| ends.iter().map(|(iface, index)| (iface.to_string(), *index)).collect())
+                .unwrap_or_default();
             let mut addresses = Vec::new();
             for (iface, addr) in &node.interfaces {
                 let cidr = Cidr::parse(addr).ok_or_else(|| NetworkError::Build {
