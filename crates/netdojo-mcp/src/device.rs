@@ -164,10 +164,44 @@ pub struct Commit {
     pub after: String,
 }
 
+/// A confirmed commit waiting for its confirmation.
 #[derive(Debug)]
-struct Pending {
-    commit: u64,
-    timer: JoinHandle<()>,
+pub(crate) struct Pending {
+    pub(crate) commit: u64,
+    /// Rolls the commit back when it fires; aborted by the confirmation.
+    pub(crate) timer: JoinHandle<()>,
+}
+
+/// Starts the wait of confirmed commit `id` of `device`: `expire` runs after `wait` unless the
+/// returned timer is aborted first. Tells the start (RFC 6470 `netconf-confirmed-commit`) and
+/// puts the wait into the commit's `answer`.
+pub(crate) fn confirm_within(
+    events: &broadcast::Sender<Event>,
+    device: &str,
+    id: u64,
+    wait: Duration,
+    expire: impl std::future::Future<Output = ()> + Send + 'static,
+    answer: &mut Value,
+) -> Pending {
+    let timer = tokio::spawn(async move {
+        tokio::time::sleep(wait).await;
+        expire.await;
+    });
+    send_event(
+        events,
+        device,
+        NETCONF_STREAM,
+        "netconf-confirmed-commit",
+        "info",
+        None,
+        &json!({"confirm-event": "start", "commit": id, "timeout_s": wait.as_secs_f64()}),
+    );
+    answer["rollback_in_s"] = json!(wait.as_secs_f64());
+    answer["message"] = json!(format!(
+        "committed; call network.commit again within {:.0} s to confirm, or it rolls back",
+        wait.as_secs_f64()
+    ));
+    Pending { commit: id, timer }
 }
 
 #[derive(Debug, Default)]
@@ -497,22 +531,8 @@ impl FrrDevice {
         if confirmed {
             let wait = timeout.unwrap_or(self.settings.rollback_timeout).min(self.settings.rollback_timeout);
             let device = Arc::clone(self);
-            let timer = tokio::spawn(async move {
-                tokio::time::sleep(wait).await;
-                device.expire(id, wait).await;
-            });
-            state.pending = Some(Pending { commit: id, timer });
-            self.emit(
-                "netconf-confirmed-commit",
-                "info",
-                None,
-                json!({"confirm-event": "start", "commit": id, "timeout_s": wait.as_secs_f64()}),
-            );
-            answer["rollback_in_s"] = json!(wait.as_secs_f64());
-            answer["message"] = json!(format!(
-                "committed; call network.commit again within {:.0} s to confirm, or it rolls back",
-                wait.as_secs_f64()
-            ));
+            let expire = async move { device.expire(id, wait).await };
+            state.pending = Some(confirm_within(&self.events, &self.name, id, wait, expire, &mut answer));
         }
         Ok(answer)
     }

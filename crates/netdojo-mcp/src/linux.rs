@@ -23,9 +23,8 @@ use netdojo_netconf::env::CommandResult;
 use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::sync::{Mutex, broadcast};
-use tokio::task::JoinHandle;
 
-use crate::device::{Changed, Event, NETCONF_STREAM, Settings, send_event};
+use crate::device::{Changed, Event, NETCONF_STREAM, Pending, Settings, confirm_within, send_event};
 use crate::error::NetError;
 use crate::linux_state::{self, Snapshot};
 use crate::redact::redact;
@@ -61,12 +60,6 @@ pub struct LinuxCommit {
     /// The state before it: what a rollback of it puts back.
     #[serde(skip)]
     pub before: Snapshot,
-}
-
-#[derive(Debug)]
-struct Pending {
-    commit: u64,
-    timer: JoinHandle<()>,
 }
 
 #[derive(Debug, Default)]
@@ -374,22 +367,8 @@ impl LinuxDevice {
         if confirmed {
             let wait = timeout.unwrap_or(self.settings.rollback_timeout).min(self.settings.rollback_timeout);
             let device = Arc::clone(self);
-            let timer = tokio::spawn(async move {
-                tokio::time::sleep(wait).await;
-                device.expire(id, wait).await;
-            });
-            state.pending = Some(Pending { commit: id, timer });
-            self.emit(
-                "netconf-confirmed-commit",
-                "info",
-                None,
-                json!({"confirm-event": "start", "commit": id, "timeout_s": wait.as_secs_f64()}),
-            );
-            answer["rollback_in_s"] = json!(wait.as_secs_f64());
-            answer["message"] = json!(format!(
-                "committed; call network.commit again within {:.0} s to confirm, or it rolls back",
-                wait.as_secs_f64()
-            ));
+            let expire = async move { device.expire(id, wait).await };
+            state.pending = Some(confirm_within(&self.events, &self.name, id, wait, expire, &mut answer));
         }
         Ok(answer)
     }
