@@ -5,9 +5,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-mod common;
-
-use common::{lines, rate, rows, summary};
+use crate::common::{lines, rate, rows, summary};
 use netdojo::core::store::RunDir;
 use serde_json::Value;
 

@@ -4,9 +4,7 @@
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-mod common;
-
-use common::{namespaces_of, rate, root_or_skip, rows, summary};
+use crate::common::{namespaces_of, rate, root_or_skip, rows, summary};
 
 /// Runs `xtask eval --env k8s` into `dir`; returns the PID it ran under.
 fn eval(agent: &str, queries: &str, dir: &Path) -> u32 {

@@ -14,9 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-mod common;
-
-use common::{lines, rows, summary};
+use crate::common::{lines, rows, summary};
 use netdojo::EpisodeStatus;
 use netdojo::core::store::RunDir;
 

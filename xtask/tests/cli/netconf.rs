@@ -5,9 +5,7 @@
 use std::path::Path;
 use std::process::Command;
 
-mod common;
-
-use common::{frr_or_skip, lines};
+use crate::common::{frr_or_skip, lines};
 
 fn records(agent: &str, dir: &Path) -> Vec<serde_json::Value> {
     let suite = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/netconf");

@@ -5,9 +5,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-mod common;
-
-use common::{lines, namespaces_of, rate, root_or_skip, rows, summary};
+use crate::common::{lines, namespaces_of, rate, root_or_skip, rows, summary};
 
 fn run(args: &[&str], out: &Path) -> Output {
     let out = Command::new(env!("CARGO_BIN_EXE_xtask")).args(args).arg(out).output().expect("run xtask");

@@ -1,0 +1,10 @@
+//! End-to-end: the `xtask` binary as a user runs it, one module per application. One test
+//! binary for all of them: each links every backend, and link time and disk are what a
+//! separate binary per file would cost (FACTS.md).
+
+mod common;
+mod dcgraph;
+mod k8s;
+mod llm;
+mod netconf;
+mod routing;
