@@ -38,6 +38,10 @@ pub const DAEMONS: [&str; 6] = ["zebra", "staticd", "ospfd", "bgpd", "ripd", "os
 pub enum FrrError {
     #[error("FRRouting is not installed ({FRR_BIN}/zebra missing): apt-get install frr")]
     NotInstalled,
+    #[error(
+        "FRR's {RELOAD} is missing (rollback and configuration restore need it): apt-get install frr-pythontools"
+    )]
+    NoReload,
     #[error("router {router}: unknown FRR daemon `{daemon}` (known: {})", DAEMONS.join(", "))]
     UnknownDaemon { router: String, daemon: String },
     #[error("router {router}: hostname `{hostname}` is not a valid host name")]
@@ -349,6 +353,9 @@ impl Frr {
     /// running-config` prints it) with FRR's own `frr-reload.py`: it diffs the running
     /// configuration against `config` and applies only the difference, removals first.
     pub async fn reload(&self, config: &str) -> Result<VtyshOutput, FrrError> {
+        if !Path::new(RELOAD).exists() {
+            return Err(FrrError::NoReload);
+        }
         let io = |what: &str| {
             let (router, what) = (self.router.clone(), what.to_string());
             move |source| FrrError::Io { router, what, source }

@@ -28,12 +28,17 @@ mod common {
 
     pub fn ready(what: &str) -> bool {
         let root = nix::unistd::geteuid().is_root();
-        let frr = Path::new(netdojo_linux::frr::FRR_BIN).join("zebra").exists();
+        // Rollback restores a configuration with FRR's frr-reload.py (frr-pythontools).
+        let frr = Path::new(netdojo_linux::frr::FRR_BIN).join("zebra").exists()
+            && Path::new(netdojo_linux::frr::RELOAD).exists();
         if root && frr {
             return true;
         }
-        assert!(std::env::var_os("CI").is_none(), "{what}: CI must run as root with FRRouting installed");
-        eprintln!("skipping {what}: needs root and FRRouting (apt-get install frr)");
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{what}: CI must run as root with FRRouting and frr-pythontools installed"
+        );
+        eprintln!("skipping {what}: needs root and FRRouting (apt-get install frr frr-pythontools)");
         false
     }
 
