@@ -53,10 +53,33 @@ fn tail_of(seen: &str) -> String {
     }
 }
 
-/// The telnet protocol state between reads: a command can be split across two reads.
-#[derive(Debug, Default, Clone)]
+/// The telnet protocol state between reads: a command can be split across two reads, and
+/// each option's state is kept so that only a request that changes it is answered (RFC 854's
+/// rule against negotiation loops, as RFC 1143 spells it out). GNS3's console proxy answers
+/// every `DO SGA` with `WILL SGA`: acknowledging that again would ping-pong for the whole
+/// session, a loop that once took both ends' CPU and made a 40 ms `show ip` take seconds.
+#[derive(Debug, Clone)]
 pub struct TelnetParser {
     state: State,
+    /// Options the peer performs (it said WILL, we said DO).
+    his: [bool; 256],
+    /// Options we perform (it said DO, we said WILL).
+    ours: [bool; 256],
+    /// Options already refused once: a repeated request for them is not answered again.
+    refused_his: [bool; 256],
+    refused_ours: [bool; 256],
+}
+
+impl Default for TelnetParser {
+    fn default() -> Self {
+        Self {
+            state: State::Data,
+            his: [false; 256],
+            ours: [false; 256],
+            refused_his: [false; 256],
+            refused_ours: [false; 256],
+        }
+    }
 }
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -91,12 +114,17 @@ impl TelnetParser {
                 (State::Iac, SB) => State::Sub,
                 (State::Iac, _) => State::Data,
                 (State::Option(verb), option) => {
-                    let answer = match (verb, option) {
-                        (WILL, ECHO | SGA) => Some(DO),
-                        (WILL, _) => Some(DONT),
-                        (DO, SGA) => Some(WILL),
-                        (DO, _) => Some(WONT),
-                        // DONT and WONT need no answer: everything is off already.
+                    let o = usize::from(option);
+                    let answer = match verb {
+                        WILL if matches!(option, ECHO | SGA) => {
+                            (!std::mem::replace(&mut self.his[o], true)).then_some(DO)
+                        }
+                        WILL => (!std::mem::replace(&mut self.refused_his[o], true)).then_some(DONT),
+                        DO if option == SGA => (!std::mem::replace(&mut self.ours[o], true)).then_some(WILL),
+                        DO => (!std::mem::replace(&mut self.refused_ours[o], true)).then_some(WONT),
+                        // A switch to off is acknowledged only when the option was on.
+                        WONT => std::mem::replace(&mut self.his[o], false).then_some(DONT),
+                        DONT => std::mem::replace(&mut self.ours[o], false).then_some(WONT),
                         _ => None,
                     };
                     if let Some(a) = answer {
@@ -294,13 +322,31 @@ mod tests {
         let mut p = TelnetParser::default();
         let (data, replies) = p.feed(raw);
         assert_eq!(data, b"\r\r\nWelcome");
+        // WILL ECHO and WILL SGA come twice: only the first of each is answered.
         assert_eq!(
             replies,
-            vec![
-                IAC, DO, ECHO, IAC, DO, SGA, IAC, DONT, 0, IAC, WONT, 0, IAC, WONT, ECHO, IAC, DO, ECHO, IAC,
-                WILL, SGA, IAC, DO, SGA
-            ]
+            vec![IAC, DO, ECHO, IAC, DO, SGA, IAC, DONT, 0, IAC, WONT, 0, IAC, WONT, ECHO, IAC, WILL, SGA]
         );
+    }
+
+    #[test]
+    fn a_peer_that_acknowledges_every_acknowledgement_gets_no_loop() {
+        // GNS3's console proxy answers each `DO SGA` with `WILL SGA`, and would again.
+        let mut p = TelnetParser::default();
+        let (_, first) = p.feed(&[IAC, WILL, SGA]);
+        assert_eq!(first, vec![IAC, DO, SGA]);
+        let burst = [IAC, WILL, SGA, IAC, DO, SGA, IAC, WILL, 24, IAC, DO, 24];
+        let (_, once) = p.feed(&burst);
+        assert_eq!(once, vec![IAC, WILL, SGA, IAC, DONT, 24, IAC, WONT, 24]);
+        for _ in 0..3 {
+            let (_, again) = p.feed(&burst);
+            assert!(again.is_empty(), "{again:?}");
+        }
+        // Off, then on again: each change is answered once.
+        let (_, off) = p.feed(&[IAC, WONT, SGA, IAC, WONT, SGA]);
+        assert_eq!(off, vec![IAC, DONT, SGA]);
+        let (_, on) = p.feed(&[IAC, WILL, SGA]);
+        assert_eq!(on, vec![IAC, DO, SGA]);
     }
 
     #[test]
