@@ -51,6 +51,18 @@ impl Default for Credentials {
     }
 }
 
+impl Credentials {
+    /// NETDOJO_GNS3_USER and NETDOJO_GNS3_PASSWORD, each defaulting to GNS3's own: never the
+    /// command line, which is saved with a run.
+    pub fn from_env() -> Self {
+        let defaults = Self::default();
+        Self {
+            username: std::env::var("NETDOJO_GNS3_USER").unwrap_or(defaults.username),
+            password: std::env::var("NETDOJO_GNS3_PASSWORD").unwrap_or(defaults.password),
+        }
+    }
+}
+
 /// Everything that can go wrong talking to a GNS3 server, each naming the server, the request
 /// and, where the server said something, the server's own message.
 #[derive(Debug, thiserror::Error)]

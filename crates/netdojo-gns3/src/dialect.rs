@@ -232,6 +232,65 @@ impl CliDialect {
     }
 }
 
+impl CliDialect {
+    /// The configuration commands that take a device whose running configuration is `from`
+    /// back to `to` (both as [`CliDialect::running_config`] gives them): what a rollback
+    /// sends. VPCS keeps one address: `to`'s `ip` command, or `clear ip` when `to` has none.
+    /// IOS: the hierarchical diff of the two (netdojo-config), each edit typed under its
+    /// sections (`interface f0/0`, ` no ip address ...`, `exit`).
+    pub fn restore_commands(self, from: &str, to: &str) -> Result<Vec<String>, String> {
+        match self {
+            Self::Vpcs => {
+                let lines: Vec<String> =
+                    to.lines().map(str::trim).filter(|l| !l.is_empty()).map(str::to_string).collect();
+                Ok(if lines.is_empty() { vec!["clear ip".into()] } else { lines })
+            }
+            Self::Ios => {
+                use netdojo_config::config::{Config, Dialect};
+                let parse = |text: &str, which: &str| {
+                    Config::parse(text, Dialect::Frr).map_err(|e| format!("the {which} configuration: {e}"))
+                };
+                let edits = netdojo_config::diff::diff(&parse(from, "current")?, &parse(to, "restored")?);
+                let mut commands = Vec::new();
+                for edit in edits {
+                    if matches!(edit.line.as_str(), "end" | "exit") || edit.line.starts_with("version ") {
+                        continue;
+                    }
+                    commands.extend(edit.context.iter().map(|c| ios_form(c)));
+                    commands.push(ios_form(&edit.command()));
+                    commands.extend(edit.context.iter().map(|_| "exit".to_string()));
+                }
+                Ok(commands)
+            }
+        }
+    }
+}
+
+/// A line of netdojo-config's normal form as IOS takes it: the prefix forms it writes for
+/// `ip address A M`, `ip route A M ...` and `network A WILDCARD area N` turned back into masks.
+fn ios_form(line: &str) -> String {
+    let mut words: Vec<String> = line.split_whitespace().map(str::to_string).collect();
+    let start = usize::from(words.first().is_some_and(|w| w == "no"));
+    let rest: Vec<&str> = words[start..].iter().map(String::as_str).collect();
+    let (at, wildcard) = match rest.as_slice() {
+        ["ip", "address" | "route", ..] => (start + 2, false),
+        ["network", _, "area", ..] => (start + 1, true),
+        _ => return words.join(" "),
+    };
+    let Some((addr, len)) = words.get(at).and_then(|w| w.split_once('/')) else { return words.join(" ") };
+    let (Ok(_), Ok(len)) = (addr.parse::<std::net::Ipv4Addr>(), len.parse::<u32>()) else {
+        return words.join(" ");
+    };
+    if len > 32 {
+        return words.join(" ");
+    }
+    let mask = u32::MAX.checked_shl(32 - len).unwrap_or(0);
+    let mask = std::net::Ipv4Addr::from(if wildcard { !mask } else { mask });
+    let addr = addr.to_string();
+    words.splice(at..=at, [addr, mask.to_string()]);
+    words.join(" ")
+}
+
 /// A command's output as a person reads it: line ends normalised, the echoed command and the
 /// closing prompt removed.
 pub fn clean_output(raw: &str, command: &str) -> String {

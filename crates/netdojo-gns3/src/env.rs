@@ -3,14 +3,14 @@
 //! Interface (§4.3) at the end, scored by the same command score as the FRR backend.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use tokio::sync::OnceCell;
+use tokio::sync::{Mutex, OnceCell};
 
 use netdojo_config::ani;
 use netdojo_core::task::parse_link;
@@ -160,6 +160,25 @@ impl Gns3Factory {
     }
 }
 
+impl Gns3Factory {
+    /// A new episode's environment, as itself (for a front that serves its consoles too).
+    pub async fn create_env(&self) -> Result<Gns3Env, EnvError> {
+        let client = self.client().await?;
+        let n = self.episodes.fetch_add(1, Ordering::Relaxed);
+        Ok(Gns3Env {
+            client,
+            options: self.options.clone(),
+            episode: n,
+            build_lock: self.build_lock.clone(),
+            project: None,
+            nodes: BTreeMap::new(),
+            devices: BTreeMap::new(),
+            links: vec![],
+            initial: BTreeMap::new(),
+        })
+    }
+}
+
 /// Deletes projects named by a netdojo process of this machine that is no longer running.
 /// Only for a server on this machine: another machine's pids mean nothing here.
 async fn sweep(client: &Gns3Client) -> Result<Vec<String>, Gns3Error> {
@@ -197,19 +216,7 @@ impl EnvironmentFactory for Gns3Factory {
     }
 
     async fn create(&self, _task: &Task) -> Result<Box<dyn Environment>, EnvError> {
-        let client = self.client().await?;
-        let n = self.episodes.fetch_add(1, Ordering::Relaxed);
-        Ok(Box::new(Gns3Env {
-            client,
-            options: self.options.clone(),
-            episode: n,
-            build_lock: self.build_lock.clone(),
-            project: None,
-            nodes: BTreeMap::new(),
-            devices: BTreeMap::new(),
-            links: vec![],
-            initial: BTreeMap::new(),
-        }))
+        Ok(Box::new(self.create_env().await?))
     }
 }
 
@@ -257,6 +264,10 @@ impl Drop for ProjectGuard {
     }
 }
 
+/// A node's console, shared by the environment and whoever serves the device too
+/// (netdojo-mcp): one command at a time.
+pub type Console = Arc<Mutex<Device>>;
+
 /// One episode's project.
 #[derive(Debug)]
 pub struct Gns3Env {
@@ -267,8 +278,9 @@ pub struct Gns3Env {
     project: Option<ProjectGuard>,
     /// The GNS3 nodes by task node name.
     nodes: BTreeMap<String, Node>,
-    /// The consoles of the nodes that have a CLI.
-    devices: BTreeMap<String, Device>,
+    /// The consoles of the nodes that have a CLI, shared with whoever serves them too
+    /// (netdojo-mcp): one command at a time on each.
+    devices: BTreeMap<String, Console>,
     links: Vec<String>,
     /// Each device's running configuration right after reset.
     initial: BTreeMap<String, String>,
@@ -278,6 +290,17 @@ impl Gns3Env {
     /// The GNS3 project, while the episode runs.
     pub fn project_id(&self) -> Option<&str> {
         self.project.as_ref().map(|p| p.id.as_str())
+    }
+
+    /// The consoles of the nodes that have a CLI, by node name, while the episode runs; they
+    /// are gone (the weak references dead) once it is closed.
+    pub fn consoles(&self) -> BTreeMap<String, Weak<Mutex<Device>>> {
+        self.devices.iter().map(|(name, d)| (name.clone(), Arc::downgrade(d))).collect()
+    }
+
+    /// The links as built, `A e0 <-> B e0`.
+    pub fn links(&self) -> &[String] {
+        &self.links
     }
 
     fn spec_for(&self, task: &Task, node: &str) -> Result<NodeSpec, EnvError> {
@@ -442,7 +465,7 @@ impl Gns3Env {
         for handle in opening {
             let (name, device) = handle.await.map_err(|e| runtime_err(format!("console task: {e}")))?;
             let device = device.map_err(|e| setup_err(format!("node `{name}`: {e}")))?;
-            self.devices.insert(name, device);
+            self.devices.insert(name, Arc::new(Mutex::new(device)));
         }
         Ok(())
     }
@@ -471,8 +494,13 @@ impl Gns3Env {
     }
 
     async fn running_config(&mut self, device: &str) -> Result<Option<String>, EnvError> {
-        let Some(d) = self.devices.get_mut(device) else { return Ok(None) };
-        d.running_config().await.map(Some).map_err(|e| runtime_err(format!("node `{device}`: {e}")))
+        let Some(d) = self.devices.get(device) else { return Ok(None) };
+        d.lock()
+            .await
+            .running_config()
+            .await
+            .map(Some)
+            .map_err(|e| runtime_err(format!("node `{device}`: {e}")))
     }
 
     async fn run_testcase(&mut self, tc: &Testcase) -> Result<(bool, String), String> {
@@ -486,7 +514,8 @@ impl Gns3Env {
         let expected = tc.expected_output.as_deref().ok_or("the testcase has no expected_output")?;
         let re = regex::Regex::new(expected)
             .map_err(|e| format!("expected_output is not a regular expression: {e}"))?;
-        let d = self.devices.get_mut(device).ok_or_else(|| format!("device `{device}` has no console"))?;
+        let d = self.devices.get(device).ok_or_else(|| format!("device `{device}` has no console"))?;
+        let mut d = d.lock().await;
         let mut output = String::new();
         for c in &tc.commands {
             let (out, _) = d.run(c).await.map_err(|e| e.to_string())?;
@@ -568,11 +597,15 @@ impl Environment for Gns3Env {
             }
         }
         let intents: String = config.intents.iter().map(|i| format!("- {i}\n")).collect();
+        let mut dialects = BTreeMap::new();
+        for (name, d) in &self.devices {
+            dialects.insert(name.clone(), d.lock().await.dialect());
+        }
         let kinds: Vec<String> = self
             .nodes
             .iter()
-            .map(|(name, n)| match self.devices.get(name) {
-                Some(d) => format!("{name} ({}, {} CLI)", n.node_type, d.dialect().name()),
+            .map(|(name, n)| match dialects.get(name) {
+                Some(d) => format!("{name} ({}, {} CLI)", n.node_type, d.name()),
                 None => format!("{name} ({}, no CLI)", n.node_type),
             })
             .collect();
@@ -628,9 +661,13 @@ impl Environment for Gns3Env {
                     .and_then(Value::as_array)
                     .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
                     .unwrap_or_default();
-                let Some(d) = self.devices.get_mut(&device) else { return Ok(no_cli(&device)) };
-                let results: Vec<CommandResult> =
-                    d.configure(&commands).await.map_err(|e| runtime_err(format!("node `{device}`: {e}")))?;
+                let Some(d) = self.devices.get(&device) else { return Ok(no_cli(&device)) };
+                let results: Vec<CommandResult> = d
+                    .lock()
+                    .await
+                    .configure(&commands)
+                    .await
+                    .map_err(|e| runtime_err(format!("node `{device}`: {e}")))?;
                 let all_ok = results.iter().all(|r| r.status == "success");
                 let data = json!({"results": results});
                 let mut obs = Observation::ok(call, data.to_string(), Some(data));
@@ -640,7 +677,8 @@ impl Environment for Gns3Env {
             ani::EXECUTE_CMD => {
                 let command =
                     args.get("command").and_then(Value::as_str).unwrap_or_default().trim().to_string();
-                let Some(d) = self.devices.get_mut(&device) else { return Ok(no_cli(&device)) };
+                let Some(d) = self.devices.get(&device) else { return Ok(no_cli(&device)) };
+                let mut d = d.lock().await;
                 if let Some(why) = d.dialect().refuse_exec(&command) {
                     return Ok(Observation::error(call, format!("`{command}` refused: {why}")));
                 }

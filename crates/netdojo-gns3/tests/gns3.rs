@@ -668,6 +668,43 @@ mod console {
         assert!(d.is_framing("conf t") && d.is_framing("end"));
     }
 
+    #[test]
+    fn restore_commands_take_a_configuration_back() {
+        let vpcs = CliDialect::Vpcs;
+        assert_eq!(
+            vpcs.restore_commands("ip 10.0.0.9/24\n", "ip 10.0.0.2/24 10.0.0.254\n")
+                .expect("restore commands"),
+            ["ip 10.0.0.2/24 10.0.0.254"]
+        );
+        assert_eq!(vpcs.restore_commands("ip 10.0.0.9/24\n", "").expect("restore commands"), ["clear ip"]);
+        let ios = CliDialect::Ios;
+        let before = "!\nversion 12.4\nhostname R1\n!\ninterface FastEthernet0/0\n ip address 10.0.12.1 255.255.255.252\n no shutdown\n!\nip route 2.2.2.0 255.255.255.252 10.0.12.2\nend\n";
+        let after = "!\nversion 12.4\nhostname R1\n!\ninterface FastEthernet0/0\n ip address 10.0.13.1 255.255.255.252\n no shutdown\n!\ninterface Loopback0\n ip address 1.1.1.1 255.255.255.255\n!\nend\n";
+        // From `after` back to `before`: the loopback removed, the old address back, the route back.
+        let commands = ios.restore_commands(after, before).expect("restore commands");
+        assert_eq!(
+            commands,
+            [
+                "no interface Loopback0",
+                "interface FastEthernet0/0",
+                "no ip address 10.0.13.1 255.255.255.252",
+                "exit",
+                "interface FastEthernet0/0",
+                "ip address 10.0.12.1 255.255.255.252",
+                "exit",
+                "ip route 2.2.2.0 255.255.255.252 10.0.12.2",
+            ]
+        );
+        assert!(ios.restore_commands(after, after).expect("restore commands").is_empty());
+        let ospf = ios
+            .restore_commands(
+                "router ospf 1\n!\nend\n",
+                "router ospf 1\n network 10.0.0.0 0.0.0.255 area 0\n!\nend\n",
+            )
+            .expect("restore commands");
+        assert_eq!(ospf, ["router ospf 1", "network 10.0.0.0 0.0.0.255 area 0", "exit"]);
+    }
+
     #[tokio::test]
     async fn an_ios_session_logs_in_configures_and_reads_back() {
         let (port, lines) = replay(parts(&transcript("ios-session.raw"), CliDialect::Ios)).await;
