@@ -100,25 +100,28 @@ pub fn app(name: &str, options: &EnvOptions) -> Result<App> {
     }
 }
 
-/// NetConfBench tasks on a GNS3 server. The user and password come from NETDOJO_GNS3_USER and
-/// NETDOJO_GNS3_PASSWORD (GNS3's default admin / admin), never from the command line, which
-/// is saved with the run.
-fn gns3(options: &EnvOptions) -> Result<App> {
-    use netdojo::gns3::{Credentials, Gns3Factory, Gns3Options};
+/// The GNS3 server and node mapping of `options`. The user and password come from
+/// NETDOJO_GNS3_USER and NETDOJO_GNS3_PASSWORD (GNS3's default admin / admin), never from the
+/// command line, which is saved with the run.
+pub fn gns3_options(options: &EnvOptions) -> Result<netdojo::gns3::Gns3Options> {
+    use netdojo::gns3::{Credentials, Gns3Options};
     let url = options
         .gns3_url
         .clone()
         .or_else(|| std::env::var("NETDOJO_GNS3_URL").ok())
         .context("environment `gns3`: give the GNS3 server with --gns3-url http://127.0.0.1:PORT (or NETDOJO_GNS3_URL)")?;
     let mut gns3 = Gns3Options::new(url);
-    let defaults = Credentials::default();
-    gns3.credentials = Credentials {
-        username: std::env::var("NETDOJO_GNS3_USER").unwrap_or(defaults.username),
-        password: std::env::var("NETDOJO_GNS3_PASSWORD").unwrap_or(defaults.password),
-    };
+    gns3.credentials = Credentials::from_env();
     if let Some(path) = &options.gns3_nodes {
         gns3 = gns3.with_mapping_file(path).with_context(|| format!("--gns3-nodes {}", path.display()))?;
     }
+    Ok(gns3)
+}
+
+/// NetConfBench tasks on a GNS3 server.
+fn gns3(options: &EnvOptions) -> Result<App> {
+    use netdojo::gns3::Gns3Factory;
+    let gns3 = gns3_options(options)?;
     let mut scorers: Vec<Box<dyn Scorer>> = vec![
         Box::new(netdojo::score::Correctness),
         Box::new(netdojo::score::CheckRate),

@@ -1,5 +1,5 @@
 //! `cargo xtask mcp serve`: a NetConfBench task's routers (or, with `--env routing`, a routing
-//! task's Linux nodes) behind MCP, scored like `eval` scores that environment (the same
+//! task's Linux nodes; with `--env gns3`, a GNS3 project's consoles) behind MCP, scored like `eval` scores that environment (the same
 //! scorers, the reasoning score included for netconf).
 //! `cargo xtask mcp serve-agent`: a netdojo agent behind MCP (the `netdojo.agent` protocol),
 //! for `eval --agent mcp` here or elsewhere.
@@ -11,7 +11,7 @@ use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
 use netdojo::mcp::auth::Tokens;
 use netdojo::mcp::serve::{
-    ServeOptions, default_budget, default_out, load_task, routing_task, serve, summary,
+    ServeOptions, default_budget, default_out, default_suite, load_task, routing_task, serve, summary,
 };
 use netdojo::mcp::{Role, Settings};
 use tokio_util::sync::CancellationToken;
@@ -49,21 +49,30 @@ pub struct ServeAgentArgs {
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// The task's id (NetConfBench; or with --env routing, see --seed / --index).
+    /// The task's id (NetConfBench, on FRR or with --env gns3 on GNS3; or with --env routing,
+    /// see --seed / --index).
     #[arg(long, required_unless_present = "env")]
     task: Option<String>,
     /// `routing`: a task of the routing application (its router, hosts and switches as Linux
-    /// devices), drawn like `eval --env routing --seed S` draws task N.
-    #[arg(long, value_parser = ["routing", "netconf"])]
+    /// devices), drawn like `eval --env routing --seed S` draws task N. `gns3`: a NetConfBench
+    /// task on a GNS3 server, each node with a console a device.
+    #[arg(long, value_parser = ["routing", "netconf", "gns3"])]
     env: Option<String>,
+    /// --env gns3: the GNS3 controller, `http://127.0.0.1:3080` (default: $NETDOJO_GNS3_URL).
+    #[arg(long)]
+    gns3_url: Option<String>,
+    /// --env gns3: a node mapping file (`{"R1": {"template": "c7200", "dialect": "ios"}}`).
+    #[arg(long)]
+    gns3_nodes: Option<PathBuf>,
     /// --env routing: the generator's seed and the task's index.
     #[arg(long, default_value_t = 0)]
     seed: u64,
     #[arg(long, default_value_t = 0)]
     index: u64,
-    /// The suite holding it (a directory, a .json or a .jsonl).
-    #[arg(long, default_value = "testdata/netconf")]
-    suite: PathBuf,
+    /// The suite holding it (a directory, a .json or a .jsonl; default testdata/netconf, or
+    /// testdata/gns3 with --env gns3).
+    #[arg(long)]
+    suite: Option<PathBuf>,
     /// Streamable HTTP on 127.0.0.1:PORT (0: any free port): /mcp for the network, /mcp/DEVICE
     /// for each device.
     #[arg(long, conflicts_with = "stdio")]
@@ -124,12 +133,20 @@ fn serve_task(args: ServeArgs) -> Result<()> {
     if !(args.rollback_timeout.is_finite() && args.rollback_timeout > 0.0) {
         bail!("--rollback-timeout {}: a positive number of seconds", args.rollback_timeout);
     }
+    let gns3 = args.env.as_deref() == Some("gns3");
+    let suite = args.suite.clone().unwrap_or_else(|| default_suite(gns3).into());
     let (task, env) = match (args.env.as_deref(), &args.task) {
         (Some("routing"), _) => (routing_task(args.seed, args.index)?, "routing"),
-        (_, Some(id)) => (load_task(&args.suite, id)?, "netconf"),
+        (_, Some(id)) => (load_task(&suite, id)?, if gns3 { "gns3" } else { "netconf" }),
         (_, None) => bail!("--task ID (or --env routing --seed S --index N)"),
     };
-    let app = apps::app(env, &EnvOptions::default())?;
+    let env_options = EnvOptions {
+        gns3_url: args.gns3_url.clone(),
+        gns3_nodes: args.gns3_nodes.clone(),
+        ..EnvOptions::default()
+    };
+    let app = apps::app(env, &env_options)?;
+    let gns3 = if gns3 { Some(apps::gns3_options(&env_options)?) } else { None };
     let out = args.out.unwrap_or_else(|| default_out(&task.id));
     let options = ServeOptions {
         http: args.http,
@@ -142,6 +159,7 @@ fn serve_task(args: ServeArgs) -> Result<()> {
         },
         budget: netdojo::core::runner::Budget { max_steps: args.max_steps, ..default_budget() },
         out: out.clone(),
+        gns3,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let finished = runtime

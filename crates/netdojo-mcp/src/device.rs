@@ -22,6 +22,7 @@ use tokio::sync::{Mutex, broadcast};
 use tokio::task::JoinHandle;
 
 use crate::error::NetError;
+use crate::gns3::{self, Gns3Device};
 use crate::linux::{self, LinuxDevice};
 use crate::redact::redact;
 use crate::tools;
@@ -771,13 +772,15 @@ impl FrrDevice {
     }
 }
 
-/// One device of a network: an FRRouting router, or a plain Linux node (iproute2). The server,
-/// the tools and the episode handle both through this; what a kind does not offer it says in
-/// its capability ([`Device::capability`]) and answers with the seed's error.
+/// One device of a network: an FRRouting router, a plain Linux node (iproute2), or a GNS3
+/// node behind its console (Cisco IOS, VPCS). The server, the tools and the episode handle
+/// them all through this; what a kind does not offer it says in its capability and answers
+/// with the seed's error.
 #[derive(Debug, Clone)]
 pub enum Device {
     Frr(Arc<FrrDevice>),
     Linux(Arc<LinuxDevice>),
+    Gns3(Arc<Gns3Device>),
 }
 
 impl Device {
@@ -785,22 +788,25 @@ impl Device {
         match self {
             Self::Frr(d) => d.name(),
             Self::Linux(d) => d.name(),
+            Self::Gns3(d) => d.name(),
         }
     }
 
-    /// The device's network namespace, while the episode lives.
+    /// The device's network namespace, while the episode lives (a GNS3 node has none of
+    /// netdojo's).
     pub fn namespace(&self) -> Option<String> {
         match self {
             Self::Frr(d) => d.namespace(),
             Self::Linux(d) => d.namespace(),
+            Self::Gns3(_) => None,
         }
     }
 
-    /// The YANG modules the device implements (none on Linux).
+    /// The YANG modules the device implements (none on Linux or on a console).
     pub fn yang_modules(&self) -> &[String] {
         match self {
             Self::Frr(d) => d.yang_modules(),
-            Self::Linux(_) => &[],
+            Self::Linux(_) | Self::Gns3(_) => &[],
         }
     }
 
@@ -809,15 +815,25 @@ impl Device {
         match self {
             Self::Frr(_) => "frr-vtysh",
             Self::Linux(_) => linux::DIALECT,
+            Self::Gns3(d) => gns3::dialect_name(d.dialect()),
         }
     }
 
-    /// §3 `configDatastore`: a Linux device has a candidate (staged commands) and its running
-    /// state, and no operational datastore (no YANG).
+    /// The family of the device's CLI, which picks the texts of tools and prompts.
+    pub fn flavor(&self) -> Flavor {
+        match self {
+            Self::Frr(_) => Flavor::Frr,
+            Self::Linux(_) => Flavor::Linux,
+            Self::Gns3(_) => Flavor::Console,
+        }
+    }
+
+    /// §3 `configDatastore`: a Linux or GNS3 device has a candidate (staged commands) and its
+    /// running configuration, and no operational datastore (no YANG).
     pub fn datastores(&self) -> &'static [&'static str] {
         match self {
             Self::Frr(_) => &["running", "candidate", "operational"],
-            Self::Linux(_) => &["running", "candidate"],
+            Self::Linux(_) | Self::Gns3(_) => &["running", "candidate"],
         }
     }
 
@@ -825,11 +841,12 @@ impl Device {
     pub fn notification_streams(&self) -> &'static [&'static str] {
         match self {
             Self::Frr(_) => &[NETCONF_STREAM, SYSLOG_STREAM],
-            Self::Linux(_) => &[NETCONF_STREAM],
+            Self::Linux(_) | Self::Gns3(_) => &[NETCONF_STREAM],
         }
     }
 
-    /// §3 `supportsRollback`: both kinds (a Linux node's by snapshot and restore).
+    /// §3 `supportsRollback`: every kind (a Linux node's by snapshot and restore, a GNS3
+    /// node's by the commands that take its configuration back).
     pub fn supports_rollback(&self) -> bool {
         true
     }
@@ -838,14 +855,17 @@ impl Device {
     pub fn offers(&self, tool: &str) -> bool {
         match self {
             Self::Frr(_) => tool != tools::YANG_EDIT,
-            Self::Linux(_) => ![tools::YANG_GET, tools::YANG_EDIT].contains(&tool),
+            Self::Linux(_) | Self::Gns3(_) => ![tools::YANG_GET, tools::YANG_EDIT].contains(&tool),
         }
     }
 
+    /// A read-only command. `timeout` bounds it on FRR and Linux; a console command is bounded
+    /// by the console's own limit.
     pub async fn exec(&self, command: &str, timeout: Option<Duration>) -> Result<String, NetError> {
         match self {
             Self::Frr(d) => d.exec(command, timeout).await,
             Self::Linux(d) => d.exec(command, timeout).await,
+            Self::Gns3(d) => d.exec(command).await,
         }
     }
 
@@ -857,6 +877,7 @@ impl Device {
         match self {
             Self::Frr(d) => d.configure(commands, running).await,
             Self::Linux(d) => d.configure(commands, running).await,
+            Self::Gns3(d) => d.configure(commands, running).await,
         }
     }
 
@@ -869,6 +890,7 @@ impl Device {
         match self {
             Self::Frr(d) => d.commit(confirmed, timeout, comment).await,
             Self::Linux(d) => d.commit(confirmed, timeout, comment).await,
+            Self::Gns3(d) => d.commit(confirmed, timeout, comment).await,
         }
     }
 
@@ -876,6 +898,7 @@ impl Device {
         match self {
             Self::Frr(d) => d.rollback(id).await,
             Self::Linux(d) => d.rollback(id).await,
+            Self::Gns3(d) => d.rollback(id).await,
         }
     }
 
@@ -883,6 +906,7 @@ impl Device {
         match self {
             Self::Frr(d) => d.pull(file).await,
             Self::Linux(d) => d.pull(file).await,
+            Self::Gns3(d) => d.pull(file).await,
         }
     }
 
@@ -890,21 +914,24 @@ impl Device {
         match self {
             Self::Frr(d) => d.push(file, content).await,
             Self::Linux(d) => d.push(file, content).await,
+            Self::Gns3(d) => d.push(file, content).await,
         }
     }
 
-    /// YANG data; a Linux device has none (-32084, the seed's downgrade to the CLI).
+    /// YANG data; a Linux or GNS3 device has none (-32084, the seed's downgrade to the CLI).
     pub async fn yang_get(&self, path: &str, datastore: &str) -> Result<Value, NetError> {
-        match self {
-            Self::Frr(d) => d.yang_get(path, datastore).await,
-            Self::Linux(d) => Err(NetError::ConfigIncompatible {
-                message: format!(
-                    "device {}: network.yang.get is not available (a Linux node has no YANG datastore); use network.cli.exec",
-                    d.name()
-                ),
-                details: json!({"available": false, "use": tools::EXEC}),
-            }),
-        }
+        let what = match self {
+            Self::Frr(d) => return d.yang_get(path, datastore).await,
+            Self::Linux(_) => "a Linux node",
+            Self::Gns3(_) => "a GNS3 node's console",
+        };
+        Err(NetError::ConfigIncompatible {
+            message: format!(
+                "device {}: network.yang.get is not available ({what} has no YANG datastore); use network.cli.exec",
+                self.name()
+            ),
+            details: json!({"available": false, "use": tools::EXEC}),
+        })
     }
 
     /// The IPv4 route table, as routes.
@@ -912,6 +939,7 @@ impl Device {
         match self {
             Self::Frr(d) => d.routes().await,
             Self::Linux(d) => d.routes().await,
+            Self::Gns3(d) => d.routes().await,
         }
     }
 
@@ -920,6 +948,7 @@ impl Device {
         match self {
             Self::Frr(d) => d.interfaces().await,
             Self::Linux(d) => d.interfaces().await,
+            Self::Gns3(d) => d.interfaces().await,
         }
     }
 
@@ -927,16 +956,16 @@ impl Device {
     pub fn interfaces_mime(&self) -> &'static str {
         match self {
             Self::Frr(_) => "application/yang-data+json",
-            Self::Linux(_) => "application/json",
+            Self::Linux(_) | Self::Gns3(_) => "application/json",
         }
     }
 
     /// The `interfaces` resource: FRR's `/frr-interface:lib` operational data, or a Linux
-    /// node's `ip -j addr show` as `{"interfaces": [...]}`.
+    /// node's `ip -j addr show` (a GNS3 node's interfaces) as `{"interfaces": [...]}`.
     pub async fn interfaces_doc(&self) -> Result<Value, NetError> {
         match self {
             Self::Frr(d) => d.yang_get("/frr-interface:lib", "operational").await,
-            Self::Linux(d) => Ok(json!({"interfaces": d.interfaces().await?})),
+            _ => Ok(json!({"interfaces": self.interfaces().await?})),
         }
     }
 
@@ -944,7 +973,7 @@ impl Device {
     pub fn interface_doc(&self, one: Value) -> Value {
         match self {
             Self::Frr(_) => json!({"frr-interface:lib": {"interface": [one]}}),
-            Self::Linux(_) => json!({"interfaces": [one]}),
+            Self::Linux(_) | Self::Gns3(_) => json!({"interfaces": [one]}),
         }
     }
 
@@ -953,6 +982,7 @@ impl Device {
         match self {
             Self::Frr(d) => d.shutdown().await,
             Self::Linux(d) => d.shutdown().await,
+            Self::Gns3(d) => d.shutdown().await,
         }
     }
 }
@@ -964,6 +994,17 @@ pub struct Devices {
     pub links: Vec<String>,
     /// The events of every device.
     events: broadcast::Sender<Event>,
+}
+
+/// The family of a device's CLI: which texts its tools and prompts carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flavor {
+    /// FRRouting's vtysh.
+    Frr,
+    /// iproute2 and friends on a Linux node.
+    Linux,
+    /// A GNS3 node's console (Cisco IOS, VPCS).
+    Console,
 }
 
 /// Which nodes of a network are devices.
@@ -1014,6 +1055,21 @@ impl Devices {
                 )
             })
             .collect();
+        Ok(Self { devices, links, events })
+    }
+
+    /// The nodes of a GNS3 project that have a console, each a device; `links` as built.
+    pub async fn from_consoles(
+        consoles: BTreeMap<String, Weak<tokio::sync::Mutex<netdojo_gns3::device::Device>>>,
+        links: Vec<String>,
+        settings: Settings,
+    ) -> Result<Self, NetError> {
+        let (events, _) = broadcast::channel(EVENT_BACKLOG);
+        let mut devices = BTreeMap::new();
+        for (name, console) in consoles {
+            let device = Gns3Device::discover(&name, console, settings, events.clone()).await?;
+            devices.insert(name, Device::Gns3(Arc::new(device)));
+        }
         Ok(Self { devices, links, events })
     }
 

@@ -16,13 +16,14 @@ use netdojo_core::{
     EpisodeStart, Observation, Outcome, Scorer, StateCheck, Task, TaskError, TaskKind, TaskSource, ToolCall,
     ToolSpec,
 };
+use netdojo_gns3::{Gns3Env, Gns3Factory, Gns3Options};
 use netdojo_linux::routing::{RoutingEnv, RoutingFactory, RoutingOptions};
 use netdojo_netconf::{NetconfEnv, NetconfFactory};
 use serde_json::{Value, json};
 use tokio::sync::{Mutex, mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
-use crate::device::{Devices, Kinds, Settings};
+use crate::device::{Devices, Flavor, Kinds, Settings};
 use crate::error::NetError;
 use crate::redact::redact_json;
 use crate::tools::{self, Scope};
@@ -31,15 +32,28 @@ pub const AGENT: &str = "mcp";
 pub const ENV: &str = "netconf-mcp";
 /// The routing application's environment behind MCP.
 pub const ROUTING_ENV: &str = "routing-mcp";
+/// NetConfBench on a GNS3 server behind MCP.
+pub const GNS3_ENV: &str = "gns3-mcp";
 
 /// Whether `task` is one of the routing application's (its nodes are Linux devices).
 pub fn is_routing(task: &Task) -> bool {
     task.application == netdojo_linux::routing::tasks::APPLICATION
 }
 
+/// Whether `task` says what its nodes are made of on a GNS3 server (`setup.gns3`).
+pub fn is_gns3(task: &Task) -> bool {
+    task.setup.get("gns3").is_some()
+}
+
 /// The environment's name in records for `task`.
 pub fn env_name(task: &Task) -> &'static str {
-    if is_routing(task) { ROUTING_ENV } else { ENV }
+    if is_routing(task) {
+        ROUTING_ENV
+    } else if is_gns3(task) {
+        GNS3_ENV
+    } else {
+        ENV
+    }
 }
 
 /// The live devices of an episode and the brief of its task, once reset is done.
@@ -119,6 +133,24 @@ pub fn brief_of(task: &Task) -> String {
     )
 }
 
+/// The brief of a NetConfBench task on GNS3 nodes for an MCP client: each device in its own CLI.
+pub fn console_brief(task: &Task, devices: &Devices) -> String {
+    let TaskKind::Config(config) = &task.kind else { return String::new() };
+    let intents: String = config.intents.iter().map(|i| format!("- {i}\n")).collect();
+    let kinds: Vec<String> =
+        devices.devices.iter().map(|(name, d)| format!("{name} ({})", d.cli_dialect())).collect();
+    format!(
+        "Configure the devices of this GNS3 network, each in its own CLI (Cisco IOS configuration \
+         mode, or VPCS commands such as `ip 10.0.0.1/24 10.0.0.254`), so that it meets these \
+         intents:\n{intents}\nDevices with a console: {}. Links:\n{}\n\nLook with \
+         network.cli.exec (show commands; ping) and the network:/// resources; stage changes with \
+         network.cli.configure and apply them with network.commit; call `done` when every intent \
+         is met.",
+        kinds.join(", "),
+        devices.links.iter().map(|l| format!("- {l}")).collect::<Vec<_>>().join("\n")
+    )
+}
+
 /// The brief of a routing task for an MCP client: the routing environment's, with the network
 /// tools in place of its `exec`.
 pub fn routing_brief(devices: &[String], pingall: &str) -> String {
@@ -147,6 +179,8 @@ enum Inner {
     Netconf(NetconfEnv),
     /// The routing application: Linux nodes, the pingmesh after every step.
     Routing(Box<RoutingEnv>),
+    /// NetConfBench on a GNS3 server: the nodes' consoles.
+    Gns3(Box<Gns3Env>),
 }
 
 /// The NetConfBench environment (or the routing application's) with the network tools of
@@ -158,6 +192,17 @@ pub struct McpEnv {
     live: watch::Sender<Option<Live>>,
     devices: Option<Arc<Devices>>,
     names: Vec<String>,
+}
+
+impl McpEnv {
+    /// Makes `devices` the episode's and tells the MCP front they are up.
+    fn publish(&mut self, devices: Devices, brief: String) -> String {
+        let devices = Arc::new(devices);
+        self.names = devices.names();
+        self.devices = Some(devices.clone());
+        self.live.send_replace(Some(Live { devices, brief: brief.clone() }));
+        brief
+    }
 }
 
 /// An [`Observation`] of a network tool's answer.
@@ -183,12 +228,17 @@ pub fn observation(call: &ToolCall, result: Result<Value, NetError>) -> Observat
 #[async_trait]
 impl Environment for McpEnv {
     fn tools(&self) -> Vec<ToolSpec> {
-        let linux = matches!(self.inner, Inner::Routing(_));
-        tools::tool_specs_for(&Scope::Network(self.names.clone()), &self.settings, linux)
+        let flavor = match self.inner {
+            Inner::Netconf(_) => Flavor::Frr,
+            Inner::Routing(_) => Flavor::Linux,
+            Inner::Gns3(_) => Flavor::Console,
+        };
+        tools::tool_specs_for(&Scope::Network(self.names.clone()), &self.settings, flavor)
     }
 
     async fn reset(&mut self, task: &Task) -> Result<String, EnvError> {
         let env = env_name(task);
+        let setup_err = |e: NetError| EnvError::Setup { env: env.into(), message: e.to_string() };
         let (network, kinds) = match &mut self.inner {
             Inner::Netconf(inner) => {
                 inner.reset(task).await?;
@@ -198,24 +248,26 @@ impl Environment for McpEnv {
                 inner.reset(task).await?;
                 (inner.network(), Kinds::Linux)
             }
+            Inner::Gns3(inner) => {
+                inner.reset(task).await?;
+                let devices = Devices::from_consoles(inner.consoles(), inner.links().to_vec(), self.settings)
+                    .await
+                    .map_err(setup_err)?;
+                let brief = console_brief(task, &devices);
+                return Ok(self.publish(devices, brief));
+            }
         };
         let net = network.and_then(|w| w.upgrade()).ok_or_else(|| EnvError::Setup {
             env: env.into(),
             message: "the network is not up after reset".into(),
         })?;
-        let devices = Devices::discover_kinds(&net, self.settings, kinds)
-            .await
-            .map_err(|e| EnvError::Setup { env: env.into(), message: e.to_string() })?;
+        let devices = Devices::discover_kinds(&net, self.settings, kinds).await.map_err(setup_err)?;
         drop(net);
-        let devices = Arc::new(devices);
-        self.names = devices.names();
-        self.devices = Some(devices.clone());
         let brief = match &self.inner {
-            Inner::Netconf(_) => brief_of(task),
-            Inner::Routing(inner) => routing_brief(&self.names, &inner.pingall().unwrap_or_default()),
+            Inner::Routing(inner) => routing_brief(&devices.names(), &inner.pingall().unwrap_or_default()),
+            _ => brief_of(task),
         };
-        self.live.send_replace(Some(Live { devices, brief: brief.clone() }));
-        Ok(brief)
+        Ok(self.publish(devices, brief))
     }
 
     async fn execute(&mut self, call: &ToolCall) -> Result<Observation, EnvError> {
@@ -250,6 +302,7 @@ impl Environment for McpEnv {
         match &mut self.inner {
             Inner::Netconf(inner) => inner.check().await,
             Inner::Routing(inner) => inner.check().await,
+            Inner::Gns3(inner) => inner.check().await,
         }
     }
 
@@ -262,6 +315,7 @@ impl Environment for McpEnv {
         match &mut self.inner {
             Inner::Netconf(inner) => inner.evaluate(task, answer).await,
             Inner::Routing(inner) => inner.evaluate(task, answer).await,
+            Inner::Gns3(inner) => inner.evaluate(task, answer).await,
         }
     }
 
@@ -272,8 +326,20 @@ impl Environment for McpEnv {
         match &mut self.inner {
             Inner::Netconf(inner) => inner.close().await,
             Inner::Routing(inner) => inner.close().await,
+            Inner::Gns3(inner) => inner.close().await,
         }
     }
+}
+
+/// Which environment an [`McpFactory`] puts behind the network tools.
+#[derive(Debug)]
+enum Backend {
+    /// NetConfBench tasks on FRR routers.
+    Netconf,
+    /// Routing tasks: every node a Linux device.
+    Routing(RoutingOptions),
+    /// NetConfBench tasks on a GNS3 server: every node with a console a device.
+    Gns3(Gns3Factory),
 }
 
 /// Builds [`McpEnv`]s and publishes each one's live devices.
@@ -281,45 +347,69 @@ impl Environment for McpEnv {
 pub struct McpFactory {
     settings: Settings,
     live: watch::Sender<Option<Live>>,
-    /// `Some`: routing tasks (Linux devices); `None`: NetConfBench tasks (FRR routers).
-    routing: Option<RoutingOptions>,
+    backend: Backend,
 }
 
 impl McpFactory {
     /// For NetConfBench tasks; needs what NetconfFactory needs (root, FRR).
     pub fn new(settings: Settings) -> Result<(Self, watch::Receiver<Option<Live>>), EnvError> {
         NetconfFactory::new()?;
+        Ok(Self::with(settings, Backend::Netconf))
+    }
+
+    /// For NetConfBench tasks on the GNS3 server of `options` (`setup.gns3` of each task
+    /// says what its nodes are made of). Connects at the first episode.
+    pub fn gns3(options: Gns3Options, settings: Settings) -> (Self, watch::Receiver<Option<Live>>) {
+        Self::with(settings, Backend::Gns3(Gns3Factory::new(options)))
+    }
+
+    fn with(settings: Settings, backend: Backend) -> (Self, watch::Receiver<Option<Live>>) {
         let (live, rx) = watch::channel(None);
-        Ok((Self { settings, live, routing: None }, rx))
+        (Self { settings, live, backend }, rx)
     }
 
     /// For `task`'s kind: a routing task's Linux nodes (needs root, like RoutingFactory, whose
     /// start-up sweep of the namespaces of killed runs it runs), or a NetConfBench task's FRR
-    /// routers.
+    /// routers. A GNS3 task needs its server: [`McpFactory::gns3`].
     pub fn for_task(
         task: &Task,
         settings: Settings,
     ) -> Result<(Self, watch::Receiver<Option<Live>>), EnvError> {
+        if is_gns3(task) {
+            return Err(EnvError::Setup {
+                env: GNS3_ENV.into(),
+                message: format!(
+                    "task {} runs on a GNS3 server (it has `setup.gns3`): give the server's URL (--gns3-url)",
+                    task.id
+                ),
+            });
+        }
         if !is_routing(task) {
             return Self::new(settings);
         }
         let options = RoutingOptions::default();
         RoutingFactory::new(options.clone())?;
-        let (live, rx) = watch::channel(None);
-        Ok((Self { settings, live, routing: Some(options) }, rx))
+        Ok(Self::with(settings, Backend::Routing(options)))
     }
 }
 
 #[async_trait]
 impl EnvironmentFactory for McpFactory {
     fn name(&self) -> &str {
-        if self.routing.is_some() { ROUTING_ENV } else { ENV }
+        match self.backend {
+            Backend::Netconf => ENV,
+            Backend::Routing(_) => ROUTING_ENV,
+            Backend::Gns3(_) => GNS3_ENV,
+        }
     }
     fn config(&self) -> Value {
-        let inner = match &self.routing {
-            Some(o) => json!({"routing": {"exec": {"timeout_ms": o.exec.timeout.as_millis() as u64,
-                "output_cap": o.exec.output_cap}, "pingmesh": {"deadline_ms": o.mesh.deadline.as_millis() as u64}}}),
-            None => json!({"netconf": NetconfFactory.config()}),
+        let inner = match &self.backend {
+            Backend::Routing(o) => {
+                json!({"routing": {"exec": {"timeout_ms": o.exec.timeout.as_millis() as u64,
+                "output_cap": o.exec.output_cap}, "pingmesh": {"deadline_ms": o.mesh.deadline.as_millis() as u64}}})
+            }
+            Backend::Netconf => json!({"netconf": NetconfFactory.config()}),
+            Backend::Gns3(f) => json!({"gns3": f.config()}),
         };
         let mut config = json!({"front": "mcp (draft 002)", "rollback_timeout_s": self.settings.rollback_timeout.as_secs_f64(),
             "max_bulk_edit": self.settings.max_bulk_edit});
@@ -329,9 +419,12 @@ impl EnvironmentFactory for McpFactory {
         config
     }
     async fn create(&self, task: &Task) -> Result<Box<dyn Environment>, EnvError> {
-        let inner = match &self.routing {
-            Some(options) if is_routing(task) => Inner::Routing(Box::new(RoutingEnv::new(options.clone()))),
-            None if !is_routing(task) => Inner::Netconf(NetconfEnv::default()),
+        let inner = match &self.backend {
+            Backend::Routing(options) if is_routing(task) => {
+                Inner::Routing(Box::new(RoutingEnv::new(options.clone())))
+            }
+            Backend::Netconf if !is_routing(task) && !is_gns3(task) => Inner::Netconf(NetconfEnv::default()),
+            Backend::Gns3(factory) if is_gns3(task) => Inner::Gns3(Box::new(factory.create_env().await?)),
             _ => {
                 return Err(EnvError::Setup {
                     env: self.name().into(),
@@ -446,9 +539,21 @@ impl Episode {
         settings: Settings,
         scorers: Vec<Box<dyn Scorer>>,
         budget: Budget,
-        mut store: RunDir,
+        store: RunDir,
     ) -> Result<Self, EnvError> {
-        let (factory, live) = McpFactory::for_task(&task, settings)?;
+        let factory = McpFactory::for_task(&task, settings)?;
+        Ok(Self::start_on(factory, task, scorers, budget, store))
+    }
+
+    /// Starts `task` on the environments of `factory` (from [`McpFactory`]'s constructors).
+    pub fn start_on(
+        factory: (McpFactory, watch::Receiver<Option<Live>>),
+        task: Task,
+        scorers: Vec<Box<dyn Scorer>>,
+        budget: Budget,
+        mut store: RunDir,
+    ) -> Self {
+        let (factory, live) = factory;
         let (calls_tx, calls_rx) = mpsc::channel(1);
         let stop = CancellationToken::new();
         let runner = Runner {
@@ -474,7 +579,7 @@ impl Episode {
             };
             finished_tx.send_replace(Some(Finished { record, error, run_dir: store.path().to_path_buf() }));
         });
-        Ok(Self { link: Arc::new(EpisodeLink { calls: calls_tx, live, finished }), stop, handle })
+        Self { link: Arc::new(EpisodeLink { calls: calls_tx, live, finished }), stop, handle }
     }
 
     /// Ends the episode as it stands (the operator's stop): evaluated and scored all the same.

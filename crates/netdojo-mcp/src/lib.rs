@@ -7,6 +7,8 @@
 //! - [`linux`]: one plain Linux node (iproute2) as a network device, its commands through
 //!   netdojo-linux's agent sandbox; [`linux_state`]: its state read, put back and compared,
 //!   for rollbacks.
+//! - [`gns3`]: one GNS3 node (Cisco IOS, VPCS) as a network device, over the console
+//!   netdojo-gns3's environment opened.
 //! - [`tools`]: the eight tools of §4 as data, the §3 capability object, the dispatch.
 //! - [`server`]: the rmcp `ServerHandler`: tools, `network:///` resources, prompts, roles.
 //! - [`episode`]: the runner of netdojo-core drives the episode; its agent's turns are the
@@ -25,6 +27,7 @@ pub mod client;
 pub mod device;
 pub mod episode;
 pub mod error;
+pub mod gns3;
 pub mod linux;
 pub mod linux_state;
 pub mod redact;
@@ -33,8 +36,9 @@ pub mod server;
 pub mod tools;
 pub mod transport;
 
-pub use device::{Device, Devices, FrrDevice, Kinds, Settings};
+pub use device::{Device, Devices, Flavor, FrrDevice, Kinds, Settings};
 pub use episode::{Episode, EpisodeLink, Finished, Live};
 pub use error::NetError;
+pub use gns3::Gns3Device;
 pub use linux::LinuxDevice;
 pub use server::{NetworkServer, Role};

@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::auth::Tokens;
 use crate::device::Settings;
-use crate::episode::{Episode, Finished, run_config};
+use crate::episode::{Episode, Finished, McpFactory, run_config};
 use crate::server::{NetworkServer, Role};
 use crate::transport;
 
@@ -45,6 +45,8 @@ pub struct ServeOptions {
     pub budget: Budget,
     /// The run directory to create.
     pub out: PathBuf,
+    /// The GNS3 server of a task with `setup.gns3` (its nodes' consoles are the devices).
+    pub gns3: Option<netdojo_gns3::Gns3Options>,
 }
 
 /// The task `id` of the suite at `suite` (a directory, a `.json` or a `.jsonl`).
@@ -72,8 +74,13 @@ pub async fn serve(
 ) -> Result<Finished, ServeError> {
     let store = RunDir::create(&options.out, &run_config(&task, &options.settings, &options.budget))
         .map_err(|e| ServeError::Setup(format!("run directory {}: {e}", options.out.display())))?;
-    let episode = Episode::start(task, options.settings, scorers, options.budget, store)
-        .map_err(|e| ServeError::Setup(e.to_string()))?;
+    let factory = match options.gns3.clone() {
+        Some(gns3) => McpFactory::gns3(gns3, options.settings),
+        None => {
+            McpFactory::for_task(&task, options.settings).map_err(|e| ServeError::Setup(e.to_string()))?
+        }
+    };
+    let episode = Episode::start_on(factory, task, scorers, options.budget, store);
     let link = episode.link.clone();
     let live = match link.live().await {
         Ok(live) => live,
@@ -161,6 +168,11 @@ pub fn default_out(task_id: &str) -> PathBuf {
     let stamp =
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
     PathBuf::from("runs").join(format!("mcp-{}-{stamp}", netdojo_core::store::file_stem(task_id)))
+}
+
+/// The suite a task is looked up in when none is given: NetConfBench's, or its GNS3 tasks'.
+pub fn default_suite(gns3: bool) -> &'static str {
+    if gns3 { "testdata/gns3" } else { "testdata/netconf" }
 }
 
 /// Budget defaults for an external agent: more steps and time than a scripted one needs.

@@ -29,7 +29,7 @@ use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer};
 use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 
-use crate::device::{Changed, Device, Devices, Event, Settings};
+use crate::device::{Changed, Device, Devices, Event, Flavor, Settings};
 use crate::episode::{EpisodeLink, Live};
 use crate::error::NetError;
 use crate::redact::{redact, redact_json};
@@ -185,17 +185,19 @@ fn prompts() -> Vec<Prompt> {
     ]
 }
 
-/// The prompt `name` for a device; `linux`: the device is a Linux node (iproute2 commands,
-/// no confirmed commit).
-fn prompt_text(name: &str, args: &JsonObject, linux: bool) -> Result<String, ErrorData> {
+/// The prompt `name` for a device of the CLI family `flavor` (FRR's vtysh, iproute2 on a
+/// Linux node, a GNS3 node's console).
+fn prompt_text(name: &str, args: &JsonObject, flavor: Flavor) -> Result<String, ErrorData> {
     let get = |k: &str| -> Result<String, ErrorData> {
         args.get(k)
             .and_then(Value::as_str)
             .map(str::to_string)
             .ok_or_else(|| invalid(format!("prompt {name}: missing argument `{k}`")))
     };
-    if linux {
-        return linux_prompt_text(name, args, get);
+    match flavor {
+        Flavor::Linux => return linux_prompt_text(name, args, get),
+        Flavor::Console => return console_prompt_text(name, args, get),
+        Flavor::Frr => {}
     }
     Ok(match name {
         "network.troubleshoot.ping-fail" => {
@@ -231,6 +233,52 @@ fn prompt_text(name: &str, args: &JsonObject, linux: bool) -> Result<String, Err
                  filters missing on external BGP peers, static routes to unexpected next hops, \
                  interfaces that are up and unused. List each finding with the line and a fix; \
                  change nothing."
+            )
+        }
+        other => return Err(invalid(format!("unknown prompt `{other}`"))),
+    })
+}
+
+fn console_prompt_text(
+    name: &str,
+    args: &JsonObject,
+    get: impl Fn(&str) -> Result<String, ErrorData>,
+) -> Result<String, ErrorData> {
+    Ok(match name {
+        "network.troubleshoot.ping-fail" => {
+            let (device, dst) = (get("device")?, get("destination")?);
+            format!(
+                "A ping from {device} to {dst} fails. Find out why, step by step, with read-only \
+                 tools first: on a Cisco IOS device network.cli.exec `show ip route {dst}` and \
+                 `show ip interface brief` (a route, an interface up with the right address?); on \
+                 a VPCS host `show ip` (its address, mask and gateway). Follow the next hop to the \
+                 next device and repeat, then check access lists (`show access-lists`). Say what \
+                 is wrong before proposing a change; make changes with network.cli.configure and \
+                 a confirmed network.commit, check with `ping {dst}`, then confirm with another \
+                 network.commit."
+            )
+        }
+        "network.config.add-vlan" => {
+            let (device, vlan, parent) = (get("device")?, get("vlan")?, get("interface")?);
+            let address = args.get("address").and_then(Value::as_str).unwrap_or("(none)");
+            format!(
+                "Add VLAN {vlan} on {device} (Cisco IOS) as subinterface {parent}.{vlan} with \
+                 address {address}. Check with network.cli.exec `show ip interface brief` that it \
+                 does not exist yet, stage `interface {parent}.{vlan}`, `encapsulation dot1Q \
+                 {vlan}` and `ip address ...` (address and netmask) with network.cli.configure, \
+                 commit with network.commit confirmed=true, check reachability, then confirm with \
+                 another network.commit."
+            )
+        }
+        "network.security.audit" => {
+            let device = get("device")?;
+            format!(
+                "Audit the configuration of {device}. Pull it with network.file.pull \
+                 (running-config) and check: passwords in clear text (`password`, no `service \
+                 password-encryption`, `enable password` instead of `enable secret`), lines \
+                 without `login` or with `transport input telnet`, SNMP communities, routing \
+                 protocol sessions without authentication, interfaces that are up and unused. \
+                 List each finding with the line and a fix; change nothing."
             )
         }
         other => return Err(invalid(format!("unknown prompt `{other}`"))),
@@ -412,8 +460,8 @@ impl NetworkServer {
     fn tools_list(&self, role: Role, live: Option<&Live>) -> Vec<Tool> {
         let scope = self.scope(live);
         let devices = self.devices_in_scope(live);
-        let linux = devices.first().is_some_and(|d| matches!(d, Device::Linux(_)));
-        let mut specs = tools::tool_specs_for(&scope, &self.settings, linux);
+        let flavor = devices.first().map_or(Flavor::Frr, |d| d.flavor());
+        let mut specs = tools::tool_specs_for(&scope, &self.settings, flavor);
         specs.push(tools::done_spec());
         specs
             .into_iter()
@@ -765,11 +813,11 @@ impl ServerHandler for NetworkServer {
         // The device named (or this server's own) decides the dialect of the prompt.
         let device =
             args.get("device").and_then(Value::as_str).map(str::to_string).or(self.scope_device.clone());
-        let linux = match (self.link.live_now(), device) {
-            (Some(live), Some(d)) => live.devices.get(&d).is_ok_and(|d| matches!(d, Device::Linux(_))),
-            _ => false,
+        let flavor = match (self.link.live_now(), device) {
+            (Some(live), Some(d)) => live.devices.get(&d).map_or(Flavor::Frr, |d| d.flavor()),
+            _ => Flavor::Frr,
         };
-        let text = prompt_text(&request.name, &args, linux)?;
+        let text = prompt_text(&request.name, &args, flavor)?;
         Ok(GetPromptResult::new(vec![PromptMessage::new_text(MsgRole::User, text)]).into())
     }
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 use netdojo_core::ToolSpec;
 use serde_json::{Value, json};
 
-use crate::device::{Device, Devices, Settings};
+use crate::device::{Device, Devices, Flavor, Settings};
 use crate::error::NetError;
 
 pub const EXEC: &str = "network.cli.exec";
@@ -35,12 +35,17 @@ pub fn available(tool: &str, devices: &[&Device]) -> bool {
     devices.iter().all(|d| d.offers(tool))
 }
 
-/// The tools of `scope` with the descriptions of the devices' kind: a Linux device's (see
-/// [`crate::linux`]) where `linux`, FRR's otherwise.
-pub fn tool_specs_for(scope: &Scope, settings: &Settings, linux: bool) -> Vec<ToolSpec> {
+/// The tools of `scope` with the descriptions of the devices' CLI family: FRR's, a Linux
+/// node's (see [`crate::linux`]) or a GNS3 node's console (see [`crate::gns3`]).
+pub fn tool_specs_for(scope: &Scope, settings: &Settings, flavor: Flavor) -> Vec<ToolSpec> {
     let mut specs = tool_specs(scope, settings);
-    if !linux {
-        return specs;
+    match flavor {
+        Flavor::Frr => return specs,
+        Flavor::Console => {
+            console_texts(&mut specs, settings);
+            return specs;
+        }
+        Flavor::Linux => {}
     }
     for spec in &mut specs {
         let text = match spec.name.as_str() {
@@ -91,6 +96,52 @@ pub fn tool_specs_for(scope: &Scope, settings: &Settings, linux: bool) -> Vec<To
         }
     }
     specs
+}
+
+/// The texts of the tools on a GNS3 node's console.
+fn console_texts(specs: &mut [ToolSpec], settings: &Settings) {
+    for spec in specs {
+        let text = match spec.name.as_str() {
+            EXEC => "Run one read-only command on the device's console and return its output: on \
+                 Cisco IOS `show ...`, `ping ...`, `traceroute ...` (no `| redirect|tee|append`); on \
+                 VPCS `show ...`, `ping ...`, `trace ...`, `arp`. Anything else is refused."
+                .to_string(),
+            CONFIGURE => "Send configuration commands in the device's own CLI, one per item: Cisco IOS \
+                 configuration mode (sub-mode commands after their `interface ...`/`router ...` \
+                 line), or VPCS commands (`ip 10.0.0.1/24 10.0.0.254`, `clear ip`, `set pcname`). \
+                 target `candidate` (the default) checks each one and stages the accepted ones for \
+                 network.commit; target `running` sends them at once. Answers each command with \
+                 `success` or the device's error."
+                .to_string(),
+            YANG_GET => "Not available on this device (a console has no YANG datastore): use \
+                 network.cli.exec."
+                .to_string(),
+            YANG_EDIT => "Not available on this device (a console has no YANG datastore): use \
+                 network.cli.configure."
+                .to_string(),
+            COMMIT => format!(
+                "Send the staged candidate to the device in configuration mode, all or nothing: \
+                 when the device refuses a command, the configuration from before the commit is \
+                 put back. With `confirmed`, the commit rolls back on its own unless a later \
+                 network.commit confirms it within `timeout_s` (at most and by default {} s).",
+                settings.rollback_timeout.as_secs()
+            ),
+            ROLLBACK => "Roll back to before a previous commit (default: the last one): the commands \
+                 that take the running configuration back to what it was are sent, and the result \
+                 is compared with it."
+                .to_string(),
+            PUSH => "Replace the candidate (candidate-config: commands, one a line), or take the \
+                 device to a whole configuration (running-config: the commands that get there \
+                 are sent, recorded as a commit that network.rollback undoes)."
+                .to_string(),
+            _ => continue,
+        };
+        spec.description = text;
+        if spec.name == EXEC {
+            spec.parameters["properties"]["command"]["description"] =
+                json!("e.g. `show ip route`, `show ip`");
+        }
+    }
 }
 
 /// Which devices a server answers for.
@@ -345,7 +396,7 @@ mod tests {
         }
         insta::assert_json_snapshot!("tools_network_exec", network[0]);
         // A Linux node's (the routing application's): its own descriptions, the same schemas.
-        let linux = tool_specs_for(&Scope::Device("r0".into()), &settings, true);
+        let linux = tool_specs_for(&Scope::Device("r0".into()), &settings, Flavor::Linux);
         for (l, f) in linux.iter().zip(&device) {
             assert_eq!((&l.name, &l.parameters["required"]), (&f.name, &f.parameters["required"]));
         }

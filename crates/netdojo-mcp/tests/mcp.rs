@@ -1570,3 +1570,238 @@ mod linux_devices {
         http.finish().await.expect("finished");
     }
 }
+
+mod gns3_devices {
+    //! A GNS3 project's nodes with a console (VPCS here: what a machine without vendor images
+    //! runs) as devices, on a real GNS3 server: the capability, the tools, confirmed commits
+    //! that roll back on their own, all-or-nothing commits, rollback, and a NetConfBench task
+    //! solved over MCP scored as the built-in oracle is on the same server.
+    use std::collections::BTreeMap;
+    use std::path::{Path, PathBuf};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use super::EIGHT;
+    use super::common::*;
+    use netdojo_core::runner::{Budget, Runner};
+    use netdojo_core::{StaticSuite, Task, TaskKind, TaskSource};
+    use serde_json::{Value, json};
+
+    const TASK: &str = "vpcs-gateway";
+
+    fn server(what: &str) -> Option<String> {
+        match std::env::var("NETDOJO_GNS3_URL") {
+            Ok(url) if !url.trim().is_empty() => Some(url),
+            _ => {
+                assert!(
+                    std::env::var_os("CI").is_none(),
+                    "{what}: NETDOJO_GNS3_URL must be set in CI (.ci/run starts a server with .ci/gns3-server.sh)"
+                );
+                eprintln!(
+                    "skipping {what}: NETDOJO_GNS3_URL is not set (start a server: bash .ci/gns3-server.sh start DIR)"
+                );
+                None
+            }
+        }
+    }
+
+    fn suite() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/gns3")
+    }
+
+    fn task() -> Task {
+        let suite = StaticSuite::load(suite().join(format!("{TASK}.json"))).expect("task loads");
+        suite.tasks().next().expect("one task").expect("valid task")
+    }
+
+    fn error_code(v: &Value) -> i64 {
+        v["error"]["code"].as_i64().unwrap_or_else(|| panic!("expected an error: {v}"))
+    }
+
+    fn show_ip_of(v: &Value) -> String {
+        v["structuredContent"]["output"].as_str().expect("output").to_string()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn vpcs_hosts_configured_over_mcp_score_as_the_oracle_does() {
+        let Some(url) = server("MCP GNS3 devices") else { return };
+        let task = task();
+        let TaskKind::Config(config) = &task.kind else { panic!("a NetConfBench task") };
+        let truth: BTreeMap<String, Vec<String>> = config.ground_truth_configs.clone();
+
+        // The built-in oracle on the same server, through the same runner.
+        let mut options = netdojo_gns3::Gns3Options::new(url.clone());
+        options.credentials = netdojo_gns3::Credentials::from_env();
+        let runner = Runner {
+            env: Arc::new(netdojo_gns3::Gns3Factory::new(options)),
+            agent: Arc::new(netdojo_scripted::OracleFactory),
+            scorers: Arc::new(scorers()),
+            budget: Budget::default(),
+            concurrency: 1,
+        };
+        let (oracle, _) = runner.run_episode(&task).await;
+        assert!(oracle.error.is_none(), "oracle episode errored: {:?}", oracle.error);
+        let oracle = scores(&oracle);
+        assert_eq!(oracle["correct"], json!(true), "the oracle solves {TASK}: {oracle:?}");
+
+        let suite = suite();
+        let mut stdio = Stdio::serve(&[
+            "--env",
+            "gns3",
+            "--gns3-url",
+            &url,
+            "--suite",
+            suite.to_str().expect("UTF-8"),
+            "--task",
+            TASK,
+            "--rollback-timeout",
+            "3",
+        ]);
+        let init = stdio
+            .request(
+                "initialize",
+                json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "test", "version": "0"}}),
+            )
+            .await;
+        let network = &init["result"]["capabilities"]["network"];
+        assert_eq!(network["cliDialect"], "vpcs", "{network}");
+        assert_eq!(network["yangModules"], json!([]), "{network}");
+        assert_eq!(network["configDatastore"], json!(["running", "candidate"]), "{network}");
+        assert_eq!(network["notificationStream"], json!(["netconf-stream"]), "{network}");
+        assert_eq!(network["supportsRollback"], true, "{network}");
+        assert_eq!(network["rollbackTimeout"], 3, "{network}");
+        let brief = init["result"]["instructions"].as_str().unwrap_or("");
+        assert!(brief.contains("PC1 (vpcs)") && brief.contains("PC1 e0 <-> SW1 e3"), "{brief}");
+        stdio.notify("notifications/initialized").await;
+
+        let tools = stdio.request("tools/list", json!({})).await;
+        let tools = tools["result"]["tools"].as_array().expect("tools").clone();
+        let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+        for t in EIGHT {
+            assert!(names.contains(&t), "{t} not listed: {names:?}");
+        }
+        let tool = |name: &str| tools.iter().find(|t| t["name"] == name).expect("listed").clone();
+        assert_eq!(tool("network.yang.get")["_meta"]["available"], false);
+        assert_eq!(tool("network.cli.configure")["_meta"]["available"], true);
+        assert!(tool("network.cli.configure")["description"].as_str().is_some_and(|d| d.contains("VPCS")));
+        // A switch has no console: not a device.
+        let devices = tool("network.cli.exec")["inputSchema"]["properties"]["device"]["enum"].clone();
+        assert_eq!(devices, json!(["PC1", "PC2"]), "{devices}");
+
+        // Reads, on the console.
+        let show = stdio.tool("network.cli.exec", json!({"device": "PC1", "command": "show ip"})).await;
+        assert!(show_ip_of(&show).contains("IP/MASK"), "{show}");
+        for refused in ["save /tmp/x", "ip 10.0.5.11/24", "show ip\nclear ip"] {
+            let v = stdio
+                .request(
+                    "tools/call",
+                    json!({"name": "network.cli.exec", "arguments": {"device": "PC1", "command": refused}}),
+                )
+                .await;
+            assert_eq!(error_code(&v), -32602, "{refused}: {v}");
+        }
+        let yang = stdio
+            .request(
+                "tools/call",
+                json!({"name": "network.yang.get", "arguments": {"device": "PC1", "path": "/x"}}),
+            )
+            .await;
+        assert_eq!(error_code(&yang), -32084, "{yang}");
+
+        // A confirmed commit that nobody confirms rolls back on its own.
+        let staged = stdio
+            .tool(
+                "network.cli.configure",
+                json!({"device": "PC1", "commands": ["ip 10.0.5.99/24 10.0.5.254"]}),
+            )
+            .await;
+        assert_eq!(staged["structuredContent"]["ok"], true, "{staged}");
+        let committed =
+            stdio.tool("network.commit", json!({"device": "PC1", "confirmed": true, "timeout_s": 1})).await;
+        assert_eq!(committed["structuredContent"]["committed"], true, "{committed}");
+        let show = stdio.tool("network.cli.exec", json!({"device": "PC1", "command": "show ip"})).await;
+        assert!(show_ip_of(&show).contains("10.0.5.99/24"), "{show}");
+        // The timer fires after 1 s; the rollback then takes the console for a few commands.
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            let show = stdio.tool("network.cli.exec", json!({"device": "PC1", "command": "show ip"})).await;
+            if !show_ip_of(&show).contains("10.0.5.99") {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "not rolled back within 30 s: {show}");
+        }
+        let running =
+            stdio.tool("network.file.pull", json!({"device": "PC1", "file": "running-config"})).await;
+        let startup =
+            stdio.tool("network.file.pull", json!({"device": "PC1", "file": "startup-config"})).await;
+        assert_eq!(running["structuredContent"]["content"], startup["structuredContent"]["content"]);
+        let told = stdio
+            .request("tools/call", json!({"name": "network.commit", "arguments": {"device": "PC1"}}))
+            .await;
+        assert_eq!(error_code(&told), -32086, "the next commit hears of the timeout: {told}");
+
+        // All or nothing: a command the device refuses undoes the ones before it.
+        stdio
+            .tool(
+                "network.cli.configure",
+                json!({"device": "PC2", "commands": ["ip 10.0.5.77/24", "ip 10.0.5.300/24"]}),
+            )
+            .await;
+        let failed = stdio
+            .request("tools/call", json!({"name": "network.commit", "arguments": {"device": "PC2"}}))
+            .await;
+        assert_eq!(error_code(&failed), -32084, "{failed}");
+        let statuses: Vec<&str> = failed["error"]["data"]["details"]["results"]
+            .as_array()
+            .expect("per-command results")
+            .iter()
+            .filter_map(|r| r["status"].as_str())
+            .collect();
+        assert_eq!(statuses, ["success", "error"], "{failed}");
+        let show = stdio.tool("network.cli.exec", json!({"device": "PC2", "command": "show ip"})).await;
+        assert!(!show_ip_of(&show).contains("10.0.5.77"), "undone: {show}");
+
+        // Rollback to before a commit.
+        stdio.tool("network.cli.configure", json!({"device": "PC2", "commands": ["ip 10.0.5.50/24"]})).await;
+        let first = stdio.tool("network.commit", json!({"device": "PC2"})).await;
+        let first_id = first["structuredContent"]["commit"].as_u64().expect("commit id");
+        stdio.tool("network.cli.configure", json!({"device": "PC2", "commands": ["ip 10.0.5.51/24"]})).await;
+        stdio.tool("network.commit", json!({"device": "PC2"})).await;
+        let back = stdio.tool("network.rollback", json!({"device": "PC2", "commit": first_id})).await;
+        assert_eq!(back["structuredContent"]["rolled_back_to_before"], first_id, "{back}");
+        let show = stdio.tool("network.cli.exec", json!({"device": "PC2", "command": "show ip"})).await;
+        let out = show_ip_of(&show);
+        assert!(!out.contains("10.0.5.50") && !out.contains("10.0.5.51"), "{out}");
+
+        // Resources.
+        let resources = stdio.request("resources/list", json!({})).await;
+        let uris: Vec<&str> = resources["result"]["resources"]
+            .as_array()
+            .expect("list")
+            .iter()
+            .filter_map(|r| r["uri"].as_str())
+            .collect();
+        for uri in ["network://PC1/interface/eth0", "network://PC1/routing/ipv4/route-table"] {
+            assert!(uris.contains(&uri), "{uri} not in {uris:?}");
+        }
+
+        // The task: each host's ground truth, staged and committed; then done.
+        for (device, commands) in &truth {
+            stdio.tool("network.cli.configure", json!({"device": device, "commands": commands})).await;
+            let c = stdio.tool("network.commit", json!({"device": device})).await;
+            assert_eq!(c["structuredContent"]["committed"], true, "{c}");
+        }
+        let table =
+            stdio.request("resources/read", json!({"uri": "network://PC1/routing/ipv4/route-table"})).await;
+        let table = table["result"]["contents"][0]["text"].as_str().expect("text").to_string();
+        assert!(table.contains("10.0.5.0/24") && table.contains("10.0.5.254"), "{table}");
+        let done = stdio.tool("done", json!({})).await;
+        let record: netdojo_core::EpisodeRecord =
+            serde_json::from_value(done["structuredContent"]["record"].clone()).expect("a record");
+        assert_eq!(record.agent, "mcp");
+        assert_eq!(scores(&record), oracle, "scored as the oracle is");
+        stdio.wait().await;
+    }
+}

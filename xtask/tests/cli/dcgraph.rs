@@ -224,7 +224,7 @@ fn bad_input_gives_one_clear_line_and_a_failure_code() {
     let bad_suite = tmp.path().join("bad.jsonl");
     fs::write(&bad_suite, "{\"id\": \"x\"}\n").expect("write");
     let bad = bad_suite.to_str().expect("path");
-    let cases: [(&[&str], &str); 8] = [
+    let cases: [(&[&str], &str); 9] = [
         (
             &["eval", "--env", "nope"],
             "unknown environment `nope` (known: dcgraph, routing, netconf, k8s, gns3)",
@@ -239,6 +239,9 @@ fn bad_input_gives_one_clear_line_and_a_failure_code() {
         (&["eval", "--suite", bad], "bad.jsonl:1"),
         (&["eval", "--resume", "/nonexistent/run"], "/nonexistent/run"),
         (&["eval", "--queries", "many"], "invalid value 'many' for '--queries"),
+        // --env gns3 looks the task up in the GNS3 suite (relative: not there from the test's
+        // directory).
+        (&["mcp", "serve", "--env", "gns3", "--task", "nope"], "--suite testdata/gns3: "),
     ];
     for (args, expected) in cases {
         let out = xtask(args);

@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use netdojo_mcp::auth::Tokens;
-use netdojo_mcp::serve::{ServeOptions, default_budget, default_out, load_task, serve, summary};
+use netdojo_mcp::serve::{
+    ServeOptions, default_budget, default_out, default_suite, load_task, serve, summary,
+};
 use netdojo_mcp::{Role, Settings};
 use tokio_util::sync::CancellationToken;
 
@@ -47,20 +49,26 @@ struct ServeAgentArgs {
 
 #[derive(Debug, clap::Args)]
 struct ServeArgs {
-    /// The task's id (NetConfBench; or with --env routing, see --seed / --index).
+    /// The task's id (NetConfBench, on FRR or with --env gns3 on GNS3; or with --env routing,
+    /// see --seed / --index).
     #[arg(long, required_unless_present = "env")]
     task: Option<String>,
     /// `routing`: a task of the routing application, drawn like `eval --env routing` does.
-    #[arg(long, value_parser = ["routing", "netconf"])]
+    /// `gns3`: a NetConfBench task on a GNS3 server (--gns3-url), its nodes' consoles the devices.
+    #[arg(long, value_parser = ["routing", "netconf", "gns3"])]
     env: Option<String>,
+    /// --env gns3: the GNS3 controller (default: $NETDOJO_GNS3_URL); the user and password
+    /// come from NETDOJO_GNS3_USER / NETDOJO_GNS3_PASSWORD.
+    #[arg(long)]
+    gns3_url: Option<String>,
     /// --env routing: the generator's seed and the task's index.
     #[arg(long, default_value_t = 0)]
     seed: u64,
     #[arg(long, default_value_t = 0)]
     index: u64,
-    /// The suite holding it.
-    #[arg(long, default_value = "testdata/netconf")]
-    suite: PathBuf,
+    /// The suite holding it (default testdata/netconf, testdata/gns3 with --env gns3).
+    #[arg(long)]
+    suite: Option<PathBuf>,
     /// Streamable HTTP on 127.0.0.1:PORT (0: any free port) instead of stdio.
     #[arg(long)]
     http: Option<u16>,
@@ -129,10 +137,23 @@ fn serve_agent(args: ServeAgentArgs) -> Result<(), Box<dyn std::error::Error>> {
 }
 
 fn run(args: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
+    let gns3 = args.env.as_deref() == Some("gns3");
+    let suite = args.suite.clone().unwrap_or_else(|| default_suite(gns3).into());
     let task = match (args.env.as_deref(), &args.task) {
         (Some("routing"), _) => netdojo_mcp::serve::routing_task(args.seed, args.index)?,
-        (_, Some(id)) => load_task(&args.suite, id)?,
+        (_, Some(id)) => load_task(&suite, id)?,
         (_, None) => return Err("--task ID (or --env routing --seed S --index N)".into()),
+    };
+    let gns3 = match gns3 {
+        true => {
+            let url = args.gns3_url.clone().or_else(|| std::env::var("NETDOJO_GNS3_URL").ok()).ok_or(
+                "--env gns3: give the GNS3 server with --gns3-url http://127.0.0.1:PORT (or NETDOJO_GNS3_URL)",
+            )?;
+            let mut options = netdojo_gns3::Gns3Options::new(url);
+            options.credentials = netdojo_gns3::Credentials::from_env();
+            Some(options)
+        }
+        false => None,
     };
     if !(args.rollback_timeout.is_finite() && args.rollback_timeout > 0.0) {
         return Err(
@@ -150,6 +171,7 @@ fn run(args: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
         },
         budget: default_budget(),
         out: args.out.unwrap_or_else(|| default_out(&task.id)),
+        gns3,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let finished = runtime.block_on(async {
