@@ -18,11 +18,11 @@ use netdojo_gns3::CliDialect;
 use netdojo_gns3::device::Device as ConsoleDevice;
 use netdojo_gns3::telnet::ConsoleError;
 use netdojo_netconf::env::CommandResult;
-use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::sync::{Mutex, broadcast};
 
-use crate::device::{Changed, Event, NETCONF_STREAM, Pending, Settings, confirm_within, send_event};
+use crate::datastore::{self, Backend, Datastore, config_changed};
+use crate::device::{Changed, Event, Settings};
 use crate::error::NetError;
 use crate::redact::redact;
 
@@ -34,28 +34,6 @@ pub fn dialect_name(dialect: CliDialect) -> &'static str {
     }
 }
 
-/// One commit of the device's history.
-#[derive(Debug, Clone, Serialize)]
-pub struct Gns3Commit {
-    pub id: u64,
-    pub kind: &'static str,
-    pub comment: String,
-    pub commands: Vec<String>,
-    /// The running configuration before it: what a rollback of it puts back.
-    #[serde(skip)]
-    pub before: String,
-}
-
-#[derive(Debug, Default)]
-struct State {
-    candidate: Vec<String>,
-    next_id: u64,
-    history: Vec<Gns3Commit>,
-    pending: Option<Pending>,
-    /// A confirmed commit expired and was rolled back; told once, to the next commit.
-    expired: Option<String>,
-}
-
 /// One GNS3 node with a console.
 #[derive(Debug)]
 pub struct Gns3Device {
@@ -64,7 +42,7 @@ pub struct Gns3Device {
     dialect: CliDialect,
     settings: Settings,
     startup: String,
-    state: Mutex<State>,
+    store: Mutex<Datastore<String>>,
     events: broadcast::Sender<Event>,
 }
 
@@ -86,7 +64,7 @@ impl Gns3Device {
             dialect,
             settings,
             startup: String::new(),
-            state: Mutex::new(State { next_id: 1, ..State::default() }),
+            store: Mutex::new(Datastore::default()),
             events,
         };
         device.startup = device.running().await?;
@@ -165,13 +143,13 @@ impl Gns3Device {
             )));
         }
         if running {
-            let results = self.apply(commands).await?;
+            let results = self.send(commands).await?;
             if results.iter().any(|r| r.status == "success") {
-                self.config_changed(Changed::Running, "configure", json!({"commands": commands}));
+                config_changed(self, Changed::Running, "configure", json!({"commands": commands}));
             }
             return Ok(results);
         }
-        let mut state = self.state.lock().await;
+        let mut state = self.store.lock().await;
         let mut results = Vec::new();
         let mut added = Vec::new();
         for line in commands {
@@ -186,13 +164,13 @@ impl Gns3Device {
             }
         }
         if !added.is_empty() {
-            self.config_changed(Changed::Candidate, "configure", json!({"commands": added}));
+            config_changed(self, Changed::Candidate, "configure", json!({"commands": added}));
         }
         Ok(results)
     }
 
     /// Sends `commands` in configuration mode; each is answered with the device's verdict.
-    async fn apply(&self, commands: &[String]) -> Result<Vec<CommandResult>, NetError> {
+    async fn send(&self, commands: &[String]) -> Result<Vec<CommandResult>, NetError> {
         let console = self.console()?;
         let mut console = console.lock().await;
         let results = console.configure(commands).await.map_err(|e| self.console_err(e))?;
@@ -201,7 +179,7 @@ impl Gns3Device {
 
     /// The staged candidate.
     pub async fn candidate(&self) -> Vec<String> {
-        self.state.lock().await.candidate.clone()
+        self.store.lock().await.candidate.clone()
     }
 
     /// The running configuration (IOS's `show running-config`; VPCS's address as its `ip`
@@ -213,7 +191,7 @@ impl Gns3Device {
     }
 
     /// Takes the running configuration back to `to` and checks that it is.
-    async fn restore(&self, to: &str) -> Result<Vec<String>, NetError> {
+    async fn restore_to(&self, to: &str) -> Result<Vec<String>, NetError> {
         let now = self.running().await?;
         if same(&now, to) {
             return Ok(vec![]);
@@ -222,7 +200,7 @@ impl Gns3Device {
             .dialect
             .restore_commands(&now, to)
             .map_err(|e| NetError::RollbackFailed(format!("device {}: {e}", self.name)))?;
-        let results = self.apply(&commands).await?;
+        let results = self.send(&commands).await?;
         let after = self.running().await?;
         if !same(&after, to) {
             let failed: Vec<String> = results
@@ -240,173 +218,24 @@ impl Gns3Device {
         Ok(commands)
     }
 
-    fn emit(&self, event: &'static str, level: &'static str, changed: Option<Changed>, data: Value) {
-        send_event(&self.events, &self.name, NETCONF_STREAM, event, level, changed, &data);
-    }
-
-    fn record(
-        state: &mut State,
-        kind: &'static str,
-        comment: String,
-        commands: Vec<String>,
-        before: String,
-    ) -> u64 {
-        let id = state.next_id;
-        state.next_id += 1;
-        state.history.push(Gns3Commit { id, kind, comment, commands, before });
-        id
-    }
-
-    /// Sends the candidate, all or nothing: when the device refuses a command, the
-    /// configuration from before the commit is put back and the answer (-32084) gives each
-    /// command's status. A confirmed commit rolls back on its own unless a later commit
-    /// confirms it within `timeout` (at most `rollbackTimeout`).
+    /// Sends the candidate, all or nothing (see [`datastore::commit`]).
     pub async fn commit(
         self: &Arc<Self>,
         confirmed: bool,
         timeout: Option<Duration>,
         comment: &str,
     ) -> Result<Value, NetError> {
-        let mut state = self.state.lock().await;
-        if let Some(message) = state.expired.take() {
-            return Err(NetError::ConfirmedCommitTimeout(message));
-        }
-        let mut confirmed_now = None;
-        if let Some(pending) = state.pending.take() {
-            pending.timer.abort();
-            confirmed_now = Some(pending.commit);
-            self.emit(
-                "netconf-confirmed-commit",
-                "info",
-                None,
-                json!({"confirm-event": "complete", "commit": pending.commit}),
-            );
-        }
-        if state.candidate.is_empty() {
-            return Ok(json!({"device": self.name, "committed": false, "confirmed": confirmed_now,
-                "message": if confirmed_now.is_some() { "confirmed" } else { "nothing to commit" }}));
-        }
-        let before = self.running().await?;
-        let commands = std::mem::take(&mut state.candidate);
-        let results = self.apply(&commands).await?;
-        if let Some(first) = results.iter().find(|r| r.status == "error") {
-            let undone = self.restore(&before).await.map_err(|e| {
-                NetError::RollbackFailed(format!(
-                    "the commit failed at `{}` and undoing it failed too: {e}",
-                    redact(&first.command)
-                ))
-            })?;
-            return Err(NetError::ConfigIncompatible {
-                message: format!(
-                    "device {}: `{}` failed: {}; nothing was committed (the configuration from before the commit is back)",
-                    self.name,
-                    redact(&first.command),
-                    redact(&first.error)
-                ),
-                details: json!({"results": results, "undone_with": undone}),
-            });
-        }
-        let kind = if confirmed { "commit-confirmed" } else { "commit" };
-        let id = Self::record(&mut state, kind, comment.into(), commands, before);
-        self.config_changed(
-            Changed::Running,
-            "commit",
-            json!({"commit": id, "confirmed": confirmed, "comment": comment}),
-        );
-        let mut answer = json!({"device": self.name, "committed": true, "commit": id, "results": results,
-            "confirmed": confirmed_now});
-        if confirmed {
-            let wait = timeout.unwrap_or(self.settings.rollback_timeout).min(self.settings.rollback_timeout);
-            let device = Arc::clone(self);
-            let expire = async move { device.expire(id, wait).await };
-            state.pending = Some(confirm_within(&self.events, &self.name, id, wait, expire, &mut answer));
-        }
-        Ok(answer)
-    }
-
-    /// The confirmed commit `id` was not confirmed in time: back to the configuration before it.
-    async fn expire(&self, id: u64, waited: Duration) {
-        let mut state = self.state.lock().await;
-        if state.pending.as_ref().map(|p| p.commit) != Some(id) {
-            return;
-        }
-        state.pending = None;
-        let Some(commit) = state.history.iter().find(|c| c.id == id).cloned() else { return };
-        let current = self.running().await;
-        let restored = self.restore(&commit.before).await;
-        let message = match &restored {
-            Ok(_) => {
-                if let Ok(current) = current {
-                    Self::record(
-                        &mut state,
-                        "rollback-unconfirmed",
-                        format!("commit {id} not confirmed"),
-                        vec![],
-                        current,
-                    );
-                }
-                format!(
-                    "commit {id} was not confirmed within {:.0} s and was rolled back",
-                    waited.as_secs_f64()
-                )
-            }
-            Err(e) => format!(
-                "commit {id} was not confirmed within {:.0} s; rolling it back failed: {e}",
-                waited.as_secs_f64()
-            ),
-        };
-        tracing::warn!(device = %self.name, "{message}");
-        self.emit(
-            "netconf-confirmed-commit",
-            if restored.is_ok() { "warning" } else { "error" },
-            Some(Changed::Running),
-            json!({"confirm-event": "timeout", "commit": id, "rolled_back": restored.is_ok(), "message": message}),
-        );
-        state.expired = Some(message);
+        datastore::commit(self, confirmed, timeout, comment).await
     }
 
     /// Undoes commit `id` and every one after it (default: the last one).
     pub async fn rollback(&self, id: Option<u64>) -> Result<Value, NetError> {
-        let mut state = self.state.lock().await;
-        let target = match id {
-            Some(id) => state.history.iter().find(|c| c.id == id).cloned(),
-            None => state.history.last().cloned(),
-        };
-        let Some(target) = target else {
-            let ids: Vec<u64> = state.history.iter().map(|c| c.id).collect();
-            return Err(NetError::RollbackFailed(match id {
-                Some(id) => {
-                    format!("device {}: no commit {id} to roll back to (commits: {ids:?})", self.name)
-                }
-                None => format!("device {}: no commit to roll back", self.name),
-            }));
-        };
-        if let Some(pending) = state.pending.take() {
-            pending.timer.abort();
-        }
-        let current = self.running().await?;
-        let restored = self.restore(&target.before).await;
-        self.config_changed(
-            Changed::Running,
-            "rollback",
-            json!({"rolled_back_to_before": target.id, "ok": restored.is_ok()}),
-        );
-        let ran = restored?;
-        let id = Self::record(
-            &mut state,
-            "rollback",
-            format!("rollback of commit {}", target.id),
-            vec![],
-            current,
-        );
-        Ok(json!({"device": self.name, "rolled_back_to_before": target.id, "commit": id, "ran": ran}))
+        datastore::rollback(self, id).await
     }
 
     /// Stops a pending confirmation timer (the episode is over).
     pub async fn shutdown(&self) {
-        if let Some(p) = self.state.lock().await.pending.take() {
-            p.timer.abort();
-        }
+        self.store.lock().await.stop_timer();
     }
 
     /// `running-config`, `startup-config` (at the episode's start), `candidate-config` (the
@@ -450,22 +279,19 @@ impl Gns3Device {
                         details: json!({}),
                     });
                 }
-                let mut state = self.state.lock().await;
+                let mut state = self.store.lock().await;
                 state.candidate = lines;
-                self.config_changed(Changed::Candidate, "push", json!({"lines": state.candidate.len()}));
+                config_changed(self, Changed::Candidate, "push", json!({"lines": state.candidate.len()}));
                 Ok(json!({"device": self.name, "file": file, "lines": state.candidate.len()}))
             }
             "running-config" => {
-                let mut state = self.state.lock().await;
-                if let Some(pending) = state.pending.take() {
-                    pending.timer.abort();
-                }
+                let mut state = self.store.lock().await;
+                state.stop_timer();
                 let before = self.running().await?;
-                let restored = self.restore(content).await;
-                self.config_changed(Changed::Running, "push", json!({"ok": restored.is_ok()}));
+                let restored = self.restore_to(content).await;
+                config_changed(self, Changed::Running, "push", json!({"ok": restored.is_ok()}));
                 let ran = restored?;
-                let id =
-                    Self::record(&mut state, "push", "network.file.push running-config".into(), ran, before);
+                let id = state.record("push", "network.file.push running-config".into(), ran, before, None);
                 Ok(json!({"device": self.name, "file": file, "commit": id}))
             }
             other => Err(NetError::InvalidParams(format!(
@@ -503,13 +329,32 @@ impl Gns3Device {
             }
         }
     }
+}
 
-    /// A configuration change (RFC 6470 `netconf-config-change`).
-    fn config_changed(&self, changed: Changed, operation: &str, data: Value) {
-        let mut data = data;
-        data["operation"] = json!(operation);
-        data["datastore"] = json!(if changed == Changed::Running { "running" } else { "candidate" });
-        self.emit("netconf-config-change", "notice", Some(changed), data);
+impl Backend for Gns3Device {
+    type Snapshot = String;
+    const WHAT: &'static str = "configuration";
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn settings(&self) -> Settings {
+        self.settings
+    }
+    fn events(&self) -> &broadcast::Sender<Event> {
+        &self.events
+    }
+    fn datastore(&self) -> &Mutex<Datastore<String>> {
+        &self.store
+    }
+    async fn snapshot(&self) -> Result<String, NetError> {
+        self.running().await
+    }
+    async fn restore(&self, to: &String) -> Result<Vec<String>, NetError> {
+        self.restore_to(to).await
+    }
+    async fn apply(&self, commands: &[String]) -> Result<Vec<CommandResult>, NetError> {
+        self.send(commands).await
     }
 }
 

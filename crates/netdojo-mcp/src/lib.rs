@@ -7,6 +7,8 @@
 //! - [`linux`]: one plain Linux node (iproute2) as a network device, its commands through
 //!   netdojo-linux's agent sandbox; [`linux_state`]: its state read, put back and compared,
 //!   for rollbacks.
+//! - [`datastore`]: the candidate, commit history, confirmed-commit timer and rollback of the
+//!   devices that roll back by snapshot and restore (Linux, GNS3).
 //! - [`gns3`]: one GNS3 node (Cisco IOS, VPCS) as a network device, over the console
 //!   netdojo-gns3's environment opened.
 //! - [`tools`]: the eight tools of §4 as data, the §3 capability object, the dispatch.
@@ -24,6 +26,7 @@ pub mod agent;
 pub mod agent_server;
 pub mod auth;
 pub mod client;
+pub mod datastore;
 pub mod device;
 pub mod episode;
 pub mod error;

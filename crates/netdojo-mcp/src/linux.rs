@@ -20,11 +20,11 @@ use std::time::Duration;
 use netdojo_linux::exec::{self, Policy};
 use netdojo_linux::network::Network;
 use netdojo_netconf::env::CommandResult;
-use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::sync::{Mutex, broadcast};
 
-use crate::device::{Changed, Event, NETCONF_STREAM, Pending, Settings, confirm_within, send_event};
+use crate::datastore::{self, Backend, Datastore, config_changed};
+use crate::device::{Changed, Event, Settings};
 use crate::error::NetError;
 use crate::linux_state::{self, Snapshot};
 use crate::redact::redact;
@@ -48,30 +48,6 @@ const REPORT: &[&str] = &[
     "tc qdisc show",
 ];
 
-/// One commit of the device's history.
-#[derive(Debug, Clone, Serialize)]
-pub struct LinuxCommit {
-    pub id: u64,
-    pub kind: &'static str,
-    pub comment: String,
-    pub commands: Vec<String>,
-    /// Why a rollback cannot undo it all (a command changed something outside the snapshot).
-    pub outside: Option<String>,
-    /// The state before it: what a rollback of it puts back.
-    #[serde(skip)]
-    pub before: Snapshot,
-}
-
-#[derive(Debug, Default)]
-struct State {
-    candidate: Vec<String>,
-    next_id: u64,
-    history: Vec<LinuxCommit>,
-    pending: Option<Pending>,
-    /// A confirmed commit expired and was rolled back; told once, to the next commit.
-    expired: Option<String>,
-}
-
 /// One Linux node.
 #[derive(Debug)]
 pub struct LinuxDevice {
@@ -79,7 +55,7 @@ pub struct LinuxDevice {
     net: Weak<Network>,
     settings: Settings,
     startup: String,
-    state: Mutex<State>,
+    store: Mutex<Datastore<Snapshot>>,
     events: broadcast::Sender<Event>,
 }
 
@@ -96,7 +72,7 @@ impl LinuxDevice {
             net,
             settings,
             startup: String::new(),
-            state: Mutex::new(State { next_id: 1, ..State::default() }),
+            store: Mutex::new(Datastore::default()),
             events,
         };
         device.startup = device.running().await?;
@@ -195,13 +171,13 @@ impl LinuxDevice {
             )));
         }
         if running {
-            let results = self.apply(commands).await?;
+            let results = self.run_all(commands).await?;
             if results.iter().any(|r| r.status == "success") {
-                self.config_changed(Changed::Running, "configure", json!({"commands": commands}));
+                config_changed(self, Changed::Running, "configure", json!({"commands": commands}));
             }
             return Ok(results);
         }
-        let mut state = self.state.lock().await;
+        let mut state = self.store.lock().await;
         let mut results = Vec::new();
         let mut added = Vec::new();
         for line in commands {
@@ -216,14 +192,14 @@ impl LinuxDevice {
             }
         }
         if !added.is_empty() {
-            self.config_changed(Changed::Candidate, "configure", json!({"commands": added}));
+            config_changed(self, Changed::Candidate, "configure", json!({"commands": added}));
         }
         Ok(results)
     }
 
     /// Runs `commands` in order through the sandbox; the first that is refused or fails stops
     /// the rest (`skipped`).
-    async fn apply(&self, commands: &[String]) -> Result<Vec<CommandResult>, NetError> {
+    async fn run_all(&self, commands: &[String]) -> Result<Vec<CommandResult>, NetError> {
         let mut results = Vec::new();
         let mut failed = false;
         for line in commands {
@@ -252,223 +228,28 @@ impl LinuxDevice {
 
     /// The staged candidate.
     pub async fn candidate(&self) -> Vec<String> {
-        self.state.lock().await.candidate.clone()
+        self.store.lock().await.candidate.clone()
     }
 
-    /// The node's state now, for a rollback.
-    async fn snapshot(&self) -> Result<Snapshot, NetError> {
-        linux_state::snapshot(&self.ns()?, self.settings.exec_timeout).await
-    }
-
-    async fn restore(&self, to: &Snapshot) -> Result<Vec<String>, NetError> {
-        linux_state::restore(&self.ns()?, to, self.settings.exec_timeout).await.map_err(|e| match e {
-            NetError::RollbackFailed(m) => NetError::RollbackFailed(format!("device {}: {m}", self.name)),
-            other => other,
-        })
-    }
-
-    fn emit(&self, event: &'static str, level: &'static str, changed: Option<Changed>, data: Value) {
-        send_event(&self.events, &self.name, NETCONF_STREAM, event, level, changed, &data);
-    }
-
-    fn record(
-        state: &mut State,
-        kind: &'static str,
-        comment: String,
-        commands: Vec<String>,
-        before: Snapshot,
-        outside: Option<String>,
-    ) -> u64 {
-        let id = state.next_id;
-        state.next_id += 1;
-        state.history.push(LinuxCommit { id, kind, comment, commands, before, outside });
-        id
-    }
-
-    /// Runs the candidate in order, all or nothing: when a command fails, the state from before
-    /// the commit is put back and the answer (-32084) gives each command's status. A confirmed
-    /// commit rolls back on its own unless a later commit confirms it within `timeout` (at
-    /// most `rollbackTimeout`).
+    /// Runs the candidate in order, all or nothing (see [`datastore::commit`]); a change the
+    /// snapshot does not cover (`linux_state::covered`) is refused a confirmed commit.
     pub async fn commit(
         self: &Arc<Self>,
         confirmed: bool,
         timeout: Option<Duration>,
         comment: &str,
     ) -> Result<Value, NetError> {
-        let mut state = self.state.lock().await;
-        if let Some(message) = state.expired.take() {
-            return Err(NetError::ConfirmedCommitTimeout(message));
-        }
-        let mut confirmed_now = None;
-        if let Some(pending) = state.pending.take() {
-            pending.timer.abort();
-            confirmed_now = Some(pending.commit);
-            self.emit(
-                "netconf-confirmed-commit",
-                "info",
-                None,
-                json!({"confirm-event": "complete", "commit": pending.commit}),
-            );
-        }
-        if state.candidate.is_empty() {
-            return Ok(json!({"device": self.name, "committed": false, "confirmed": confirmed_now,
-                "message": if confirmed_now.is_some() { "confirmed" } else { "nothing to commit" }}));
-        }
-        // A change a rollback cannot put back makes a confirmed commit impossible.
-        let outside = state.candidate.iter().find_map(|c| linux_state::covered(c).err());
-        if confirmed && let Some(why) = &outside {
-            return Err(NetError::ConfigIncompatible {
-                message: format!("device {}: no confirmed commit: {}", self.name, redact(why)),
-                details: json!({"rollback": false}),
-            });
-        }
-        let before = self.snapshot().await?;
-        let commands = std::mem::take(&mut state.candidate);
-        let results = self.apply(&commands).await?;
-        if let Some(first) = results.iter().find(|r| r.status == "error") {
-            let undone = self.restore(&before).await.map_err(|e| {
-                NetError::RollbackFailed(format!(
-                    "the commit failed at `{}` and undoing it failed too: {e}",
-                    redact(&first.command)
-                ))
-            })?;
-            // What ran and lies outside the snapshot is still in effect.
-            let stuck = results
-                .iter()
-                .filter(|r| r.status == "success")
-                .find_map(|r| linux_state::covered(&r.command).err());
-            if let Some(why) = stuck {
-                return Err(NetError::RollbackFailed(format!(
-                    "device {}: `{}` failed; the commit was undone except: {}",
-                    self.name,
-                    redact(&first.command),
-                    redact(&why)
-                )));
-            }
-            return Err(NetError::ConfigIncompatible {
-                message: format!(
-                    "device {}: `{}` failed: {}; nothing was committed (the state from before the commit is back)",
-                    self.name,
-                    redact(&first.command),
-                    redact(&first.error)
-                ),
-                details: json!({"results": results, "undone_with": undone}),
-            });
-        }
-        let kind = if confirmed { "commit-confirmed" } else { "commit" };
-        let id = Self::record(&mut state, kind, comment.into(), commands, before, outside);
-        self.config_changed(
-            Changed::Running,
-            "commit",
-            json!({"commit": id, "confirmed": confirmed, "comment": comment}),
-        );
-        let mut answer = json!({"device": self.name, "committed": true, "commit": id, "results": results,
-            "confirmed": confirmed_now});
-        if confirmed {
-            let wait = timeout.unwrap_or(self.settings.rollback_timeout).min(self.settings.rollback_timeout);
-            let device = Arc::clone(self);
-            let expire = async move { device.expire(id, wait).await };
-            state.pending = Some(confirm_within(&self.events, &self.name, id, wait, expire, &mut answer));
-        }
-        Ok(answer)
-    }
-
-    /// The confirmed commit `id` was not confirmed in time: back to the state before it.
-    async fn expire(&self, id: u64, waited: Duration) {
-        let mut state = self.state.lock().await;
-        if state.pending.as_ref().map(|p| p.commit) != Some(id) {
-            return;
-        }
-        state.pending = None;
-        let Some(commit) = state.history.iter().find(|c| c.id == id).cloned() else { return };
-        let current = self.snapshot().await;
-        let restored = self.restore(&commit.before).await;
-        let message = match &restored {
-            Ok(_) => {
-                if let Ok(current) = current {
-                    Self::record(
-                        &mut state,
-                        "rollback-unconfirmed",
-                        format!("commit {id} not confirmed"),
-                        vec![],
-                        current,
-                        None,
-                    );
-                }
-                format!(
-                    "commit {id} was not confirmed within {:.0} s and was rolled back",
-                    waited.as_secs_f64()
-                )
-            }
-            Err(e) => format!(
-                "commit {id} was not confirmed within {:.0} s; rolling it back failed: {e}",
-                waited.as_secs_f64()
-            ),
-        };
-        tracing::warn!(device = %self.name, "{message}");
-        self.emit(
-            "netconf-confirmed-commit",
-            if restored.is_ok() { "warning" } else { "error" },
-            Some(Changed::Running),
-            json!({"confirm-event": "timeout", "commit": id, "rolled_back": restored.is_ok(), "message": message}),
-        );
-        state.expired = Some(message);
+        datastore::commit(self, confirmed, timeout, comment).await
     }
 
     /// Undoes commit `id` and every one after it (default: the last one).
     pub async fn rollback(&self, id: Option<u64>) -> Result<Value, NetError> {
-        let mut state = self.state.lock().await;
-        let target = match id {
-            Some(id) => state.history.iter().find(|c| c.id == id).cloned(),
-            None => state.history.last().cloned(),
-        };
-        let Some(target) = target else {
-            let ids: Vec<u64> = state.history.iter().map(|c| c.id).collect();
-            return Err(NetError::RollbackFailed(match id {
-                Some(id) => {
-                    format!("device {}: no commit {id} to roll back to (commits: {ids:?})", self.name)
-                }
-                None => format!("device {}: no commit to roll back", self.name),
-            }));
-        };
-        // Refused before anything changes: a commit from the target on changed what a restore
-        // cannot put back.
-        if let Some(c) = state.history.iter().find(|c| c.id >= target.id && c.outside.is_some()) {
-            return Err(NetError::RollbackFailed(format!(
-                "device {}: cannot roll back to before commit {}: commit {} ran {}",
-                self.name,
-                target.id,
-                c.id,
-                redact(c.outside.as_deref().unwrap_or_default())
-            )));
-        }
-        if let Some(pending) = state.pending.take() {
-            pending.timer.abort();
-        }
-        let current = self.snapshot().await?;
-        let restored = self.restore(&target.before).await;
-        self.config_changed(
-            Changed::Running,
-            "rollback",
-            json!({"rolled_back_to_before": target.id, "ok": restored.is_ok()}),
-        );
-        let ran = restored?;
-        let id = Self::record(
-            &mut state,
-            "rollback",
-            format!("rollback of commit {}", target.id),
-            vec![],
-            current,
-            None,
-        );
-        Ok(json!({"device": self.name, "rolled_back_to_before": target.id, "commit": id, "ran": ran}))
+        datastore::rollback(self, id).await
     }
 
     /// Stops a pending confirmation timer (the episode is over).
     pub async fn shutdown(&self) {
-        if let Some(p) = self.state.lock().await.pending.take() {
-            p.timer.abort();
-        }
+        self.store.lock().await.stop_timer();
     }
 
     /// The state report: each section's command and its output.
@@ -534,9 +315,9 @@ impl LinuxDevice {
                         details: json!({}),
                     });
                 }
-                let mut state = self.state.lock().await;
+                let mut state = self.store.lock().await;
                 state.candidate = lines;
-                self.config_changed(Changed::Candidate, "push", json!({"lines": state.candidate.len()}));
+                config_changed(self, Changed::Candidate, "push", json!({"lines": state.candidate.len()}));
                 Ok(json!({"device": self.name, "file": file, "lines": state.candidate.len()}))
             }
             "running-config" => Err(NetError::ConfigIncompatible {
@@ -581,18 +362,45 @@ impl LinuxDevice {
             NetError::Internal(format!("device {}: `{line}` did not print JSON: {e}", self.name))
         })
     }
-
-    /// A configuration change (RFC 6470 `netconf-config-change`).
-    fn config_changed(&self, changed: Changed, operation: &str, data: Value) {
-        let mut data = data;
-        data["operation"] = json!(operation);
-        data["datastore"] = json!(if changed == Changed::Running { "running" } else { "candidate" });
-        self.emit("netconf-config-change", "notice", Some(changed), data);
-    }
 }
 
 fn result(command: &str, status: &'static str, error: &str) -> CommandResult {
     CommandResult { command: command.into(), status, error: error.into() }
+}
+
+impl Backend for LinuxDevice {
+    type Snapshot = Snapshot;
+    const WHAT: &'static str = "state";
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn settings(&self) -> Settings {
+        self.settings
+    }
+    fn events(&self) -> &broadcast::Sender<Event> {
+        &self.events
+    }
+    fn datastore(&self) -> &Mutex<Datastore<Snapshot>> {
+        &self.store
+    }
+    /// The node's state now (links, addresses, routes, rules, neighbours, sysctls, firewall,
+    /// qdiscs).
+    async fn snapshot(&self) -> Result<Snapshot, NetError> {
+        linux_state::snapshot(&self.ns()?, self.settings.exec_timeout).await
+    }
+    async fn restore(&self, to: &Snapshot) -> Result<Vec<String>, NetError> {
+        linux_state::restore(&self.ns()?, to, self.settings.exec_timeout).await.map_err(|e| match e {
+            NetError::RollbackFailed(m) => NetError::RollbackFailed(format!("device {}: {m}", self.name)),
+            other => other,
+        })
+    }
+    async fn apply(&self, commands: &[String]) -> Result<Vec<CommandResult>, NetError> {
+        self.run_all(commands).await
+    }
+    fn outside(&self, command: &str) -> Option<String> {
+        linux_state::covered(command).err()
+    }
 }
 
 /// A Linux device shared by the servers of an episode.
