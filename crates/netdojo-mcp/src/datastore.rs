@@ -90,10 +90,63 @@ pub trait Backend: Send + Sync + 'static {
     /// Runs `commands` in order, each answered with its status.
     fn apply(&self, commands: &[String])
     -> impl Future<Output = Result<Vec<CommandResult>, NetError>> + Send;
+    /// Why `command` may not be staged, if it may not (checked without running it).
+    fn check(&self, command: &str) -> Result<(), String>;
     /// Why a rollback could not undo `command`, if it could not.
     fn outside(&self, _command: &str) -> Option<String> {
         None
     }
+}
+
+/// One command's answer.
+pub fn result(command: &str, status: &'static str, error: &str) -> CommandResult {
+    CommandResult { command: command.into(), status, error: error.into() }
+}
+
+/// -32602 when one call carries more commands than the device takes (`maxBulkEdit`).
+pub fn check_bulk(settings: &Settings, count: usize) -> Result<(), NetError> {
+    if count > settings.max_bulk_edit {
+        return Err(NetError::InvalidParams(format!(
+            "{count} commands in one call; this device takes at most {} (maxBulkEdit): send them in chunks",
+            settings.max_bulk_edit
+        )));
+    }
+    Ok(())
+}
+
+/// Stages `commands` (each checked by [`Backend::check`], only accepted ones staged), or runs
+/// them at once (`target: running`, [`Backend::apply`]). Answers each command.
+pub async fn configure<D: Backend>(
+    d: &D,
+    commands: &[String],
+    running: bool,
+) -> Result<Vec<CommandResult>, NetError> {
+    check_bulk(&d.settings(), commands.len())?;
+    if running {
+        let results = d.apply(commands).await?;
+        if results.iter().any(|r| r.status == "success") {
+            config_changed(d, Changed::Running, "configure", json!({"commands": commands}));
+        }
+        return Ok(results);
+    }
+    let mut store = d.datastore().lock().await;
+    let mut results = Vec::new();
+    let mut added = Vec::new();
+    for line in commands {
+        let line = line.trim();
+        match d.check(line) {
+            Ok(()) => {
+                store.candidate.push(line.to_string());
+                added.push(line.to_string());
+                results.push(result(line, "success", ""));
+            }
+            Err(why) => results.push(result(line, "error", &why)),
+        }
+    }
+    if !added.is_empty() {
+        config_changed(d, Changed::Candidate, "configure", json!({"commands": added}));
+    }
+    Ok(results)
 }
 
 fn emit<D: Backend>(d: &D, event: &'static str, level: &'static str, changed: Option<Changed>, data: Value) {

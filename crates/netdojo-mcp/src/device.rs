@@ -419,13 +419,7 @@ impl FrrDevice {
         commands: &[String],
         running: bool,
     ) -> Result<Vec<CommandResult>, NetError> {
-        if commands.len() > self.settings.max_bulk_edit {
-            return Err(NetError::InvalidParams(format!(
-                "{} commands in one call; this device takes at most {} (maxBulkEdit): send them in chunks",
-                commands.len(),
-                self.settings.max_bulk_edit
-            )));
-        }
+        crate::datastore::check_bulk(&self.settings, commands.len())?;
         let mut state = self.state.lock().await;
         if running {
             let results = self.with_frr(async |frr| apply_commands(frr, commands, false).await).await?;

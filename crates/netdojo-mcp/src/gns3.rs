@@ -21,7 +21,7 @@ use netdojo_netconf::env::CommandResult;
 use serde_json::{Value, json};
 use tokio::sync::{Mutex, broadcast};
 
-use crate::datastore::{self, Backend, Datastore, config_changed};
+use crate::datastore::{self, Backend, Datastore, config_changed, result};
 use crate::device::{Changed, Event, Settings};
 use crate::error::NetError;
 use crate::redact::redact;
@@ -135,38 +135,7 @@ impl Gns3Device {
         commands: &[String],
         running: bool,
     ) -> Result<Vec<CommandResult>, NetError> {
-        if commands.len() > self.settings.max_bulk_edit {
-            return Err(NetError::InvalidParams(format!(
-                "{} commands in one call; this device takes at most {} (maxBulkEdit): send them in chunks",
-                commands.len(),
-                self.settings.max_bulk_edit
-            )));
-        }
-        if running {
-            let results = self.send(commands).await?;
-            if results.iter().any(|r| r.status == "success") {
-                config_changed(self, Changed::Running, "configure", json!({"commands": commands}));
-            }
-            return Ok(results);
-        }
-        let mut state = self.store.lock().await;
-        let mut results = Vec::new();
-        let mut added = Vec::new();
-        for line in commands {
-            let line = line.trim();
-            match self.dialect.refuse_config(line) {
-                None => {
-                    state.candidate.push(line.to_string());
-                    added.push(line.to_string());
-                    results.push(result(line, "success", ""));
-                }
-                Some(why) => results.push(result(line, "error", &format!("refused: {why}"))),
-            }
-        }
-        if !added.is_empty() {
-            config_changed(self, Changed::Candidate, "configure", json!({"commands": added}));
-        }
-        Ok(results)
+        datastore::configure(self, commands, running).await
     }
 
     /// Sends `commands` in configuration mode; each is answered with the device's verdict.
@@ -356,6 +325,12 @@ impl Backend for Gns3Device {
     async fn apply(&self, commands: &[String]) -> Result<Vec<CommandResult>, NetError> {
         self.send(commands).await
     }
+    fn check(&self, command: &str) -> Result<(), String> {
+        match self.dialect.refuse_config(command) {
+            Some(why) => Err(format!("refused: {why}")),
+            None => Ok(()),
+        }
+    }
 }
 
 /// Two running configurations are the same when their lines are, blank lines and `!`
@@ -368,10 +343,6 @@ fn same(a: &str, b: &str) -> bool {
             .collect()
     };
     lines(a) == lines(b)
-}
-
-fn result(command: &str, status: &'static str, error: &str) -> CommandResult {
-    CommandResult { command: command.into(), status, error: error.into() }
 }
 
 /// `show ip interface brief`: `Interface IP-Address OK? Method Status Protocol` rows.

@@ -23,7 +23,7 @@ use netdojo_netconf::env::CommandResult;
 use serde_json::{Value, json};
 use tokio::sync::{Mutex, broadcast};
 
-use crate::datastore::{self, Backend, Datastore, config_changed};
+use crate::datastore::{self, Backend, Datastore, config_changed, result};
 use crate::device::{Changed, Event, Settings};
 use crate::error::NetError;
 use crate::linux_state::{self, Snapshot};
@@ -163,38 +163,7 @@ impl LinuxDevice {
         commands: &[String],
         running: bool,
     ) -> Result<Vec<CommandResult>, NetError> {
-        if commands.len() > self.settings.max_bulk_edit {
-            return Err(NetError::InvalidParams(format!(
-                "{} commands in one call; this device takes at most {} (maxBulkEdit): send them in chunks",
-                commands.len(),
-                self.settings.max_bulk_edit
-            )));
-        }
-        if running {
-            let results = self.run_all(commands).await?;
-            if results.iter().any(|r| r.status == "success") {
-                config_changed(self, Changed::Running, "configure", json!({"commands": commands}));
-            }
-            return Ok(results);
-        }
-        let mut state = self.store.lock().await;
-        let mut results = Vec::new();
-        let mut added = Vec::new();
-        for line in commands {
-            let line = line.trim();
-            match exec::parse(line) {
-                Ok(_) => {
-                    state.candidate.push(line.to_string());
-                    added.push(line.to_string());
-                    results.push(result(line, "success", ""));
-                }
-                Err(refusal) => results.push(result(line, "error", &refusal.to_string())),
-            }
-        }
-        if !added.is_empty() {
-            config_changed(self, Changed::Candidate, "configure", json!({"commands": added}));
-        }
-        Ok(results)
+        datastore::configure(self, commands, running).await
     }
 
     /// Runs `commands` in order through the sandbox; the first that is refused or fails stops
@@ -364,10 +333,6 @@ impl LinuxDevice {
     }
 }
 
-fn result(command: &str, status: &'static str, error: &str) -> CommandResult {
-    CommandResult { command: command.into(), status, error: error.into() }
-}
-
 impl Backend for LinuxDevice {
     type Snapshot = Snapshot;
     const WHAT: &'static str = "state";
@@ -397,6 +362,9 @@ impl Backend for LinuxDevice {
     }
     async fn apply(&self, commands: &[String]) -> Result<Vec<CommandResult>, NetError> {
         self.run_all(commands).await
+    }
+    fn check(&self, command: &str) -> Result<(), String> {
+        exec::parse(command).map(drop).map_err(|refusal| refusal.to_string())
     }
     fn outside(&self, command: &str) -> Option<String> {
         linux_state::covered(command).err()
