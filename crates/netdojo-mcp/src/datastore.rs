@@ -161,6 +161,32 @@ pub fn config_changed<D: Backend>(d: &D, changed: Changed, operation: &str, data
     emit(d, "netconf-config-change", "notice", Some(changed), data);
 }
 
+/// The staged commands as the `candidate-config` file: one a line.
+pub async fn candidate_file<D: Backend>(d: &D) -> String {
+    let store = d.datastore().lock().await;
+    if store.candidate.is_empty() { String::new() } else { store.candidate.join("\n") + "\n" }
+}
+
+/// `network.file.push candidate-config`: `lines` replace the candidate when [`Backend::check`]
+/// accepts every one; when it refuses one, nothing changes (-32084).
+pub async fn push_candidate<D: Backend>(d: &D, lines: Vec<String>) -> Result<Value, NetError> {
+    if let Some((line, why)) = lines.iter().find_map(|l| d.check(l).err().map(|w| (l, w))) {
+        return Err(NetError::ConfigIncompatible {
+            message: format!(
+                "device {}: `{}` of candidate-config: {why}; nothing changed",
+                d.name(),
+                redact(line)
+            ),
+            details: json!({}),
+        });
+    }
+    let mut store = d.datastore().lock().await;
+    store.candidate = lines;
+    let count = store.candidate.len();
+    config_changed(d, Changed::Candidate, "push", json!({"lines": count}));
+    Ok(json!({"device": d.name(), "file": "candidate-config", "lines": count}))
+}
+
 /// Runs the candidate in order, all or nothing: when a command fails, what was there before
 /// the commit is put back and the answer (-32084) gives each command's status. A confirmed
 /// commit rolls back on its own unless a later commit confirms it within `timeout` (at most

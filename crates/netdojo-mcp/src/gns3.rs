@@ -146,11 +146,6 @@ impl Gns3Device {
         Ok(results.into_iter().map(|r| result(&r.command, r.status, &r.error)).collect())
     }
 
-    /// The staged candidate.
-    pub async fn candidate(&self) -> Vec<String> {
-        self.store.lock().await.candidate.clone()
-    }
-
     /// The running configuration (IOS's `show running-config`; VPCS's address as its `ip`
     /// command).
     pub async fn running(&self) -> Result<String, NetError> {
@@ -213,10 +208,7 @@ impl Gns3Device {
         match file {
             "running-config" => self.running().await,
             "startup-config" => Ok(self.startup.clone()),
-            "candidate-config" => {
-                let c = self.candidate().await;
-                Ok(if c.is_empty() { String::new() } else { c.join("\n") + "\n" })
-            }
+            "candidate-config" => Ok(datastore::candidate_file(self).await),
             other => Err(NetError::InvalidParams(format!(
                 "unknown file `{other}` (files: running-config, startup-config, candidate-config)"
             ))),
@@ -227,31 +219,15 @@ impl Gns3Device {
     /// `running-config` takes the device to that configuration, recorded as a commit that a
     /// rollback undoes.
     pub async fn push(&self, file: &str, content: &str) -> Result<Value, NetError> {
-        let lines: Vec<String> = content
-            .lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty() && !l.starts_with('!'))
-            .map(str::to_string)
-            .collect();
         match file {
             "candidate-config" => {
-                let lines: Vec<String> = lines.into_iter().filter(|l| !self.dialect.is_framing(l)).collect();
-                if let Some((line, why)) =
-                    lines.iter().find_map(|l| self.dialect.refuse_config(l).map(|w| (l, w)))
-                {
-                    return Err(NetError::ConfigIncompatible {
-                        message: format!(
-                            "device {}: `{}` of candidate-config: {why}; nothing changed",
-                            self.name,
-                            redact(line)
-                        ),
-                        details: json!({}),
-                    });
-                }
-                let mut state = self.store.lock().await;
-                state.candidate = lines;
-                config_changed(self, Changed::Candidate, "push", json!({"lines": state.candidate.len()}));
-                Ok(json!({"device": self.name, "file": file, "lines": state.candidate.len()}))
+                let lines: Vec<String> = content
+                    .lines()
+                    .map(str::trim)
+                    .filter(|l| !l.is_empty() && !l.starts_with('!') && !self.dialect.is_framing(l))
+                    .map(str::to_string)
+                    .collect();
+                datastore::push_candidate(self, lines).await
             }
             "running-config" => {
                 let mut state = self.store.lock().await;

@@ -23,8 +23,8 @@ use netdojo_netconf::env::CommandResult;
 use serde_json::{Value, json};
 use tokio::sync::{Mutex, broadcast};
 
-use crate::datastore::{self, Backend, Datastore, config_changed, result};
-use crate::device::{Changed, Event, Settings};
+use crate::datastore::{self, Backend, Datastore, result};
+use crate::device::{Event, Settings};
 use crate::error::NetError;
 use crate::linux_state::{self, Snapshot};
 use crate::redact::redact;
@@ -195,11 +195,6 @@ impl LinuxDevice {
         Ok(results)
     }
 
-    /// The staged candidate.
-    pub async fn candidate(&self) -> Vec<String> {
-        self.store.lock().await.candidate.clone()
-    }
-
     /// Runs the candidate in order, all or nothing (see [`datastore::commit`]); a change the
     /// snapshot does not cover (`linux_state::covered`) is refused a confirmed commit.
     pub async fn commit(
@@ -252,10 +247,7 @@ impl LinuxDevice {
         match file {
             "running-config" => self.running().await,
             "startup-config" => Ok(self.startup.clone()),
-            "candidate-config" => {
-                let c = self.candidate().await;
-                Ok(if c.is_empty() { String::new() } else { c.join("\n") + "\n" })
-            }
+            "candidate-config" => Ok(datastore::candidate_file(self).await),
             other => Err(NetError::InvalidParams(format!(
                 "unknown file `{other}` (files: running-config, startup-config, candidate-config)"
             ))),
@@ -273,21 +265,7 @@ impl LinuxDevice {
                     .filter(|l| !l.is_empty() && !l.starts_with('#'))
                     .map(str::to_string)
                     .collect();
-                if let Some((line, refusal)) = lines.iter().find_map(|l| exec::parse(l).err().map(|r| (l, r)))
-                {
-                    return Err(NetError::ConfigIncompatible {
-                        message: format!(
-                            "device {}: `{}` of candidate-config: {refusal}; nothing changed",
-                            self.name,
-                            redact(line)
-                        ),
-                        details: json!({}),
-                    });
-                }
-                let mut state = self.store.lock().await;
-                state.candidate = lines;
-                config_changed(self, Changed::Candidate, "push", json!({"lines": state.candidate.len()}));
-                Ok(json!({"device": self.name, "file": file, "lines": state.candidate.len()}))
+                datastore::push_candidate(self, lines).await
             }
             "running-config" => Err(NetError::ConfigIncompatible {
                 message: format!(
