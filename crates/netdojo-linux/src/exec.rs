@@ -1,9 +1,11 @@
 //! The sandbox that runs one command of an untrusted agent inside one node's network namespace.
 //!
 //! There is no shell anywhere on this path. A line is split into words with POSIX-like quoting
-//! ([`shlex`]), checked, and run as exactly one program through
-//! `ip netns exec NODE /abs/path/PROGRAM ARGS...`, with a cleared environment, `/` as working
-//! directory, stdin closed, a time limit and an output cap.
+//! ([`shlex`]), checked, and run as exactly one program in the kernel's jail
+//! (`netdojo-jail --profile agent --net /run/netns/NODE -- /abs/path/PROGRAM ARGS...`), with a
+//! cleared environment, `/` as working directory, stdin closed, a time limit and an output cap.
+//! The checks are the first wall and explain refusals; the jail is the second and holds without
+//! them (docs/security.md): a word the checks miss still reaches nothing outside the node.
 //!
 //! The checks ([`parse`]) are deliberately narrower than what the tools would accept, because
 //! every tool on the allow-list can be talked into leaving the node's namespace or touching the
@@ -23,9 +25,9 @@
 //!   `-netns`; `ip net` is `ip netns`), getopt accepts clustered short options (`-wp`) and
 //!   unambiguous abbreviations of long ones (`--fi` is `--file`).
 //!
-//! What the namespace does not isolate, and this module does not try to: the kernel log (an
-//! iptables/nft `LOG` rule writes to the host's `dmesg`), kernel module auto-loading triggered
-//! by creating a link of a new type, and the host name, which `hostname` may read.
+//! What neither wall isolates is listed in docs/security.md: the kernel log (an iptables/nft
+//! `LOG` rule writes to the host's `dmesg`) and kernel module auto-loading triggered by creating
+//! a link of a new type.
 
 use std::fmt;
 use std::fs;
@@ -246,8 +248,12 @@ pub enum ExecError {
     NotANamespace { name: String },
     #[error("network namespace {name} is the host's own; agent commands never run there")]
     HostNamespace { name: String },
-    #[error("`ip` is not installed in any of {}", BIN_DIRS.join(", "))]
-    IpNotInstalled,
+    #[error(transparent)]
+    NoJail(netdojo_jail::NotFound),
+    #[error("{0}")]
+    Sysctls(String),
+    #[error("the jail of `{command}` could not be set up: {message}")]
+    Jail { command: String, message: String },
     #[error("starting {}: {source}", .program.display())]
     Spawn {
         program: PathBuf,
@@ -798,13 +804,10 @@ impl Capture {
 /// The caller vouches for `command`: only values from [`parse`] should reach here.
 pub async fn run(ns_name: &str, command: &Command, policy: &Policy) -> Result<Output, ExecError> {
     check_namespace(ns_name)?;
-    let ip = resolve("ip").ok_or(ExecError::IpNotInstalled)?;
-    let mut cmd = tokio::process::Command::new(&ip);
-    cmd.arg("netns")
-        .arg("exec")
-        .arg(ns_name)
-        .arg(&command.program)
-        .args(&command.args)
+    let spec = agent_jail(ns_name, policy)?;
+    let jail = netdojo_jail::binary().map_err(ExecError::NoJail)?;
+    let mut cmd = tokio::process::Command::new(&jail);
+    cmd.args(spec.args(&command.program, &command.args))
         .env_clear()
         .env("PATH", CHILD_PATH)
         .env("LC_ALL", "C")
@@ -814,10 +817,10 @@ pub async fn run(ns_name: &str, command: &Command, policy: &Policy) -> Result<Ou
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true)
-        // Its own group, so the time limit kills whatever it may have started too.
+        // Its own group, so the time limit kills the jail and the program in it together.
         .process_group(0);
-    let mut child = cmd.spawn().map_err(|source| ExecError::Spawn { program: ip.clone(), source })?;
-    // `ip netns exec` execs the program in place, so this is the program's PID and group.
+    let mut child = cmd.spawn().map_err(|source| ExecError::Spawn { program: jail.clone(), source })?;
+    // The jail's PID and group; the program is in the same group (and dies with the jail).
     let pgid = child.id().and_then(|id| i32::try_from(id).ok());
     let stdout = child.stdout.take().ok_or(ExecError::NoPipe("stdout"))?;
     let stderr = child.stderr.take().ok_or(ExecError::NoPipe("stderr"))?;
@@ -853,7 +856,23 @@ pub async fn run(ns_name: &str, command: &Command, policy: &Policy) -> Result<Ou
             (None, true)
         }
     };
+    if status == Some(netdojo_jail::SETUP_EXIT)
+        && let Some(line) = String::from_utf8_lossy(&err.kept).lines().rev().find(|l| !l.trim().is_empty())
+        && let Some(why) = line.strip_prefix(netdojo_jail::SETUP_FAILED)
+    {
+        return Err(ExecError::Jail { command: describe(), message: why.trim().to_string() });
+    }
     Ok(render(out, err, policy, status, timed_out))
+}
+
+/// The jail of an agent's command in `ns_name`: the node's namespace, nothing of the host
+/// writable, the host-wide `net.*` keys read-only, CPU time a second over the time limit.
+fn agent_jail(ns_name: &str, policy: &Policy) -> Result<netdojo_jail::Spec, ExecError> {
+    let sysctls = crate::sysctl::probe().map_err(ExecError::Sysctls)?;
+    let mut spec = netdojo_jail::Spec::new(netdojo_jail::Profile::Agent, crate::netns::ns_path(ns_name));
+    spec.host_wide_sysctls = sysctls.read_only_paths().map(str::to_string).collect();
+    spec.cpu_seconds = policy.timeout.as_secs().saturating_add(1);
+    Ok(spec)
 }
 
 fn render(out: Capture, err: Capture, policy: &Policy, status: Option<i32>, timed_out: bool) -> Output {

@@ -19,6 +19,8 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use tokio::process::Command;
 
+use netdojo_jail::{Profile, Spec};
+
 use crate::netns;
 
 /// Where FRR's binaries live on Debian.
@@ -64,6 +66,8 @@ pub enum FrrError {
     Start { router: String, daemon: String, detail: String },
     #[error("router {router}: FRR not ready after {waited:?}: {detail}")]
     NotReady { router: String, waited: Duration, detail: String },
+    #[error("router {router}: the jail could not be set up: {message}")]
+    Jail { router: String, message: String },
     #[error("router {router}: vtysh timed out after {0:?}", .timeout)]
     Timeout { router: String, timeout: Duration },
 }
@@ -205,7 +209,10 @@ impl Frr {
             fs::write(dir.join(format!("{d}.conf")), format!("hostname {hostname}\n"))
                 .map_err(io("daemon config"))?;
         }
+        // The daemons' socket directory, made here so that their jail can bind it.
+        fs::create_dir_all(Path::new(FRR_STATE).join(ns)).map_err(io("socket directory"))?;
         chown_frr(&dir).map_err(io("chown to frr"))?;
+        chown_frr(&Path::new(FRR_STATE).join(ns)).map_err(io("chown to frr"))?;
         frr.make_uts(hostname)?;
 
         for d in &list {
@@ -213,17 +220,20 @@ impl Frr {
             let conf = dir.join(format!("{d}.conf"));
             let pid = dir.join(format!("{d}.pid"));
             let log = format!("file:{}", dir.join(format!("{d}.log")).display());
-            let out = frr
-                .enter()
-                .arg(&bin)
-                .args(["-N", ns, "-d", "-f"])
-                .arg(&conf)
-                .arg("-i")
-                .arg(&pid)
-                .args(["--log", &log])
-                .output()
-                .await
-                .map_err(io(d))?;
+            let args = [
+                "-N".into(),
+                ns.into(),
+                "-d".into(),
+                "-f".into(),
+                conf.into_os_string(),
+                "-i".into(),
+                pid.into_os_string(),
+                "--log".into(),
+                log.into(),
+            ];
+            let mut cmd = frr.jailed::<std::ffi::OsString>(Profile::Daemon, &bin, &args, 0)?;
+            let out = cmd.output().await.map_err(io(d))?;
+            frr.check_jail(&out)?;
             if !out.status.success() {
                 let log_text = fs::read_to_string(dir.join(format!("{d}.log"))).unwrap_or_default();
                 return Err(FrrError::Start {
@@ -286,31 +296,55 @@ impl Frr {
         })?
     }
 
-    /// A command that runs inside the router's network and UTS namespaces.
-    fn enter(&self) -> Command {
-        let mut cmd = Command::new("nsenter");
-        cmd.arg(format!("--net={}", netns::ns_path(&self.ns).display()))
-            .arg(format!("--uts={}", self.uts_path().display()))
-            .arg("--")
+    /// `program args` in a jail inside the router's network and UTS namespaces (see
+    /// netdojo-jail): a daemon may write only the router's run directories; vtysh and
+    /// frr-reload.py only read them, and have their own PID namespace, so a `ping` they start
+    /// ends with them.
+    fn jailed<S: AsRef<std::ffi::OsStr>>(
+        &self,
+        profile: Profile,
+        program: &Path,
+        args: &[S],
+        cpu_seconds: u64,
+    ) -> Result<Command, FrrError> {
+        let jail_err = |message: String| FrrError::Jail { router: self.router.clone(), message };
+        let jail = netdojo_jail::binary().map_err(|e| jail_err(e.to_string()))?;
+        let sysctls = crate::sysctl::probe().map_err(jail_err)?;
+        let mut spec = Spec::new(profile, netns::ns_path(&self.ns));
+        spec.uts = Some(self.uts_path());
+        let dirs = vec![self.dir.clone(), Path::new(FRR_STATE).join(&self.ns)];
+        if profile == Profile::Daemon {
+            spec.writable = dirs;
+        } else {
+            spec.readable = dirs;
+        }
+        spec.host_wide_sysctls = sysctls.read_only_paths().map(str::to_string).collect();
+        spec.cpu_seconds = cpu_seconds;
+        let mut cmd = Command::new(jail);
+        cmd.args(spec.args(program, args.iter().map(|a| a.as_ref().to_os_string())))
             .env_clear()
             .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
             .env("LC_ALL", "C")
+            .current_dir("/")
             .stdin(Stdio::null())
             .kill_on_drop(true);
-        cmd
+        Ok(cmd)
     }
 
     /// Runs vtysh with `args` inside the router, killed after `timeout`.
     pub async fn vtysh(&self, args: &[&str], timeout: Duration) -> Result<VtyshOutput, FrrError> {
         let secs = timeout.as_secs().max(1).to_string();
-        let mut cmd = self.enter();
-        cmd.args(["timeout", "-s", "KILL", &secs, "vtysh", "-N", &self.ns, "--config_dir"])
-            .arg(&self.dir)
-            .args(args);
+        let mut words: Vec<&str> = vec!["-s", "KILL", &secs, "vtysh", "-N", &self.ns, "--config_dir"];
+        let dir = self.dir.to_string_lossy();
+        words.push(&dir);
+        words.extend_from_slice(args);
+        let mut cmd =
+            self.jailed(Profile::Vtysh, Path::new("/usr/bin/timeout"), &words, timeout.as_secs() + 2)?;
         let out = tokio::time::timeout(timeout + Duration::from_secs(1), cmd.output())
             .await
             .map_err(|_| FrrError::Timeout { router: self.router.clone(), timeout })?
             .map_err(|source| FrrError::Io { router: self.router.clone(), what: "vtysh".into(), source })?;
+        self.check_jail(&out)?;
         // `timeout -s KILL` ends with its child's signal: killed, not an exit status.
         let killed = std::os::unix::process::ExitStatusExt::signal(&out.status) == Some(9);
         if killed || out.status.code() == Some(137) || out.status.code() == Some(124) {
@@ -321,6 +355,23 @@ impl Frr {
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
             stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
         })
+    }
+
+    /// The jail's own failure (exit 125 and its message last on stderr) is the environment's.
+    fn check_jail(&self, out: &std::process::Output) -> Result<(), FrrError> {
+        if out.status.code() != Some(netdojo_jail::SETUP_EXIT) {
+            return Ok(());
+        }
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        match stderr
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .and_then(|l| l.strip_prefix(netdojo_jail::SETUP_FAILED))
+        {
+            Some(why) => Err(FrrError::Jail { router: self.router.clone(), message: why.trim().to_string() }),
+            None => Ok(()),
+        }
     }
 
     /// Applies configuration text with `vtysh -f`, which goes on after a failing line and
@@ -370,18 +421,33 @@ impl Frr {
         let path = self.dir.join("frr.conf");
         fs::write(&path, body).map_err(io("frr.conf"))?;
         let timeout = Duration::from_secs(60);
-        let mut cmd = self.enter();
-        cmd.args(["timeout", "-s", "KILL", "60", "python3", RELOAD, "--reload", "--stdout", "--pathspace"])
-            .arg(&self.ns)
-            .arg("--confdir")
-            .arg(&self.dir)
-            .args(["--bindir", "/usr/bin", "--rundir"])
-            .arg(&self.dir)
-            .arg(&path);
+        let dir = self.dir.to_string_lossy().into_owned();
+        let path_str = path.to_string_lossy().into_owned();
+        let args = [
+            "-s",
+            "KILL",
+            "60",
+            "python3",
+            RELOAD,
+            "--reload",
+            "--stdout",
+            "--pathspace",
+            &self.ns,
+            "--confdir",
+            &dir,
+            // Its temporary files go to the jail's own /tmp: the run directory is read-only.
+            "--bindir",
+            "/usr/bin",
+            "--rundir",
+            "/tmp",
+            &path_str,
+        ];
+        let mut cmd = self.jailed(Profile::Vtysh, Path::new("/usr/bin/timeout"), &args, 62)?;
         let out = tokio::time::timeout(timeout + Duration::from_secs(1), cmd.output())
             .await
             .map_err(|_| FrrError::Timeout { router: self.router.clone(), timeout })?
             .map_err(io("frr-reload.py"))?;
+        self.check_jail(&out)?;
         if out.status.code() == Some(137) {
             return Err(FrrError::Timeout { router: self.router.clone(), timeout });
         }

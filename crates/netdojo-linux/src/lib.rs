@@ -7,9 +7,13 @@
 //! - [`pingmesh`]: every host pings every other, in parallel; Mininet's pingall rendering.
 //! - [`frr`]: FRRouting instances for `frr` routers (one per namespace, vtysh inside it).
 //! - [`conntrack`]: flushing a namespace's connection tracking after its rules change.
-//! - [`exec`]: the sandbox that runs an agent's command in one node's namespace.
+//! - [`exec`]: the sandbox that runs an agent's command in one node's namespace, in the jail.
+//! - [`sysctl`]: which `net.*` sysctls are the namespace's own, asked of the kernel.
 //! - [`preflight`]: what the machine must offer (root, FRRouting), asked in one place.
 //! - [`routing`]: the routing application: topology from a seed, fault catalogue, tasks, env.
+
+/// The kernel jail every agent command, vtysh call and FRR daemon runs in.
+pub use netdojo_jail as jail;
 
 pub mod conntrack;
 pub mod exec;
@@ -19,4 +23,5 @@ pub mod network;
 pub mod pingmesh;
 pub mod preflight;
 pub mod routing;
+pub mod sysctl;
 pub mod topology;

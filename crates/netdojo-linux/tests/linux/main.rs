@@ -4,5 +4,6 @@
 mod common;
 mod frr;
 mod hostile;
+mod jail;
 mod network;
 mod routing;
