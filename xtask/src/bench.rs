@@ -10,8 +10,9 @@ use crate::apps::{self, EnvOptions};
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct BenchArgs {
-    /// What to measure: dcgraph (query generation), linux (network build, pingmesh, teardown)
-    /// or netconf (a 4-router OSPF episode on FRR, and the configuration diff).
+    /// What to measure: dcgraph (query generation), linux (network build, pingmesh, teardown),
+    /// netconf (a 4-router OSPF episode on FRR, and the configuration diff), k8s, gns3, or exec
+    /// (one agent command in the jail, spawn to exit, beside a bare `ip netns exec`).
     pub target: String,
     /// Queries to generate.
     #[arg(long, default_value_t = 1_000_000)]
@@ -21,8 +22,8 @@ pub struct BenchArgs {
     /// Worker threads (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
-    /// linux, netconf, k8s, gns3: runs to take the median of (default 20 for linux and k8s, 10
-    /// for netconf, 5 for gns3).
+    /// linux, netconf, k8s, gns3, exec: runs to take the median of (default 20 for linux and
+    /// k8s, 10 for netconf, 5 for gns3, 1,000 for exec).
     #[arg(long)]
     pub runs: Option<usize>,
     /// gns3: the GNS3 controller, `http://127.0.0.1:3080` (default: $NETDOJO_GNS3_URL).
@@ -48,7 +49,8 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         "netconf" => netconf(&args),
         "k8s" => k8s(&args),
         "gns3" => gns3(&args),
-        other => bail!("unknown benchmark `{other}` (known: dcgraph, linux, netconf, k8s, gns3)"),
+        "exec" => exec(&args),
+        other => bail!("unknown benchmark `{other}` (known: dcgraph, linux, netconf, k8s, gns3, exec)"),
     }
 }
 
@@ -496,6 +498,74 @@ fn k8s(args: &BenchArgs) -> Result<()> {
         "  NetPress resets with `kubectl apply` of every policy on a kind cluster and probes with nc in debug \
          containers; neither can run here (no Kubernetes API server can be had on this machine, FACTS.md), \
          so its figures are not measured here (docs/k8s.md)."
+    );
+    Ok(())
+}
+
+/// One agent command (`ip -br link`) from spawn to exit: through the sandbox and its jail
+/// (`exec::run`), and the same program under a bare `ip netns exec`, alternating, in one
+/// throwaway namespace.
+fn exec(args: &BenchArgs) -> Result<()> {
+    use netdojo::linux::exec::{self, Policy};
+    use netdojo::linux::netns::Episode;
+    use netdojo::score::stats::median;
+
+    let runs = args.runs.unwrap_or(1000).max(1);
+    let runtime = tokio::runtime::Runtime::new().context("tokio runtime")?;
+    let mut episode = Episode::new().context("a namespace (the exec benchmark needs root)")?;
+    let ns = episode.create("h1").context("a namespace")?;
+    let command = exec::parse("ip -br link").map_err(|r| anyhow::anyhow!("{r}"))?;
+    let policy = Policy::default();
+    // The probe of per-namespace sysctls runs once per process: not part of a command's cost.
+    netdojo::linux::sysctl::probe().map_err(|e| anyhow::anyhow!(e))?;
+    let (jailed, bare) = runtime.block_on(async {
+        let mut jailed = Vec::with_capacity(runs);
+        let mut bare = Vec::with_capacity(runs);
+        for _ in 0..runs {
+            let t = Instant::now();
+            let out = exec::run(&ns, &command, &policy).await.context("jailed command")?;
+            jailed.push(t.elapsed().as_secs_f64());
+            if out.status != Some(0) {
+                bail!("`ip -br link` in the jail failed: {}", out.text);
+            }
+            let t = Instant::now();
+            let out = tokio::process::Command::new("ip")
+                .args(["netns", "exec", &ns, "/usr/sbin/ip", "-br", "link"])
+                .env_clear()
+                .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
+                .stdin(std::process::Stdio::null())
+                .output()
+                .await
+                .context("ip netns exec")?;
+            bare.push(t.elapsed().as_secs_f64());
+            if !out.status.success() {
+                bail!("ip netns exec failed: {}", String::from_utf8_lossy(&out.stderr));
+            }
+        }
+        Ok((jailed, bare))
+    })?;
+    let pct = |xs: &[f64], p: f64| {
+        let mut v = xs.to_vec();
+        v.sort_by(f64::total_cmp);
+        v[((v.len() - 1) as f64 * p).round() as usize]
+    };
+    let ms = |s: f64| format!("{:.2} ms", s * 1000.0);
+    println!(
+        "exec: `ip -br link` in one namespace, spawn to exit, {runs} runs each, alternating (release build)"
+    );
+    println!("  {:<34} {:>10} {:>10} {:>10}", "", "median", "p90", "p99");
+    for (name, xs) in [("exec::run (parser + jail)", &jailed), ("bare `ip netns exec`", &bare)] {
+        println!(
+            "  {:<34} {:>10} {:>10} {:>10}",
+            name,
+            ms(median(xs.clone())),
+            ms(pct(xs, 0.9)),
+            ms(pct(xs, 0.99))
+        );
+    }
+    println!(
+        "  the jail's cost per command: {} (median difference)",
+        ms(median(jailed.clone()) - median(bare.clone()))
     );
     Ok(())
 }

@@ -63,6 +63,12 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(QUIET_BY_DEFAULT)),
         )
         .init();
+    if matches!(cli.command, Command::Eval(_) | Command::Bench(_) | Command::Mcp(_))
+        && let Err(e) = ensure_jail()
+    {
+        eprintln!("error: {e:#}");
+        return ExitCode::FAILURE;
+    }
     let result = match cli.command {
         Command::Eval(args) => eval::eval(*args),
         Command::Generate(args) => eval::generate(args).map(|()| ExitCode::SUCCESS),
@@ -78,6 +84,38 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Builds the jail binary (netdojo-jail) that every agent command, vtysh call and FRR daemon
+/// runs in, beside this executable, when it is missing or older than its sources: `cargo run`
+/// builds only xtask itself. Outside cargo (no `$CARGO`), the jail must already be there.
+fn ensure_jail() -> anyhow::Result<()> {
+    use anyhow::Context;
+    if std::env::var_os(netdojo::linux::jail::BINARY_ENV).is_some() {
+        return Ok(());
+    }
+    let Some(cargo) = std::env::var_os("CARGO") else { return Ok(()) };
+    let sources = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/netdojo-jail/src");
+    let newest_source = std::fs::read_dir(&sources)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.metadata().ok()?.modified().ok())
+        .max();
+    let built = netdojo::linux::jail::binary().ok().and_then(|p| std::fs::metadata(p).ok()?.modified().ok());
+    if let (Some(built), Some(source)) = (built, newest_source)
+        && built >= source
+    {
+        return Ok(());
+    }
+    let mut cmd = std::process::Command::new(cargo);
+    cmd.args(["build", "--quiet", "--package", "netdojo-jail"]);
+    if !cfg!(debug_assertions) {
+        cmd.arg("--release");
+    }
+    let status = cmd.status().context("building netdojo-jail with cargo")?;
+    anyhow::ensure!(status.success(), "`cargo build -p netdojo-jail` failed ({status})");
+    Ok(())
 }
 
 /// The default log filter: warnings, except netlink-packet-route's complaint about each
