@@ -8,6 +8,7 @@
 //! - [`frr`]: FRRouting instances for `frr` routers (one per namespace, vtysh inside it).
 //! - [`conntrack`]: flushing a namespace's connection tracking after its rules change.
 //! - [`exec`]: the sandbox that runs an agent's command in one node's namespace.
+//! - [`vty`]: what an agent may send to a router's vtysh (configuration lines, show commands).
 //! - [`preflight`]: what the machine must offer (root, FRRouting), asked in one place.
 //! - [`routing`]: the routing application: topology from a seed, fault catalogue, tasks, env.
 
@@ -20,3 +21,4 @@ pub mod pingmesh;
 pub mod preflight;
 pub mod routing;
 pub mod topology;
+pub mod vty;
