@@ -65,3 +65,15 @@ impl StoreError {
         move |source| StoreError::Io { path, source }
     }
 }
+
+impl EnvError {
+    /// Whose failure this is: a task file's (`Task`, `Unsupported`) or the machine's.
+    pub fn cause(&self) -> crate::trajectory::ErrorCause {
+        match self {
+            EnvError::Task { .. } | EnvError::Unsupported { .. } => crate::trajectory::ErrorCause::Task,
+            EnvError::Setup { .. } | EnvError::Runtime { .. } => {
+                crate::trajectory::ErrorCause::Infrastructure
+            }
+        }
+    }
+}

@@ -28,4 +28,4 @@ pub use task::{
     TaskSource, Testcase,
 };
 pub use tool::{FINISH_TOOL, Observation, ToolCall, ToolSpec};
-pub use trajectory::{EndReason, EpisodeRecord, EpisodeStatus, Step, Trajectory};
+pub use trajectory::{EndReason, EpisodeRecord, EpisodeStatus, ErrorCause, Step, Trajectory};

@@ -17,13 +17,13 @@ use tokio::time::{Instant, timeout_at};
 
 use crate::agent::{AgentFactory, AgentTurn, EpisodeStart};
 use crate::env::{Environment, EnvironmentFactory, StateCheck};
-use crate::error::{StoreError, TaskError};
+use crate::error::{AgentError, EnvError, StoreError, TaskError};
 use crate::metric::Scorer;
 use crate::schema;
 use crate::store::RunDir;
 use crate::task::{Task, TaskSource};
 use crate::tool::{FINISH_TOOL, Observation, ToolSpec};
-use crate::trajectory::{EndReason, EpisodeRecord, EpisodeStatus, Step, Trajectory};
+use crate::trajectory::{EndReason, EpisodeRecord, EpisodeStatus, ErrorCause, Step, Trajectory};
 
 /// Limits of one episode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -187,18 +187,19 @@ impl Runner {
                 }
                 result
             }
-            Err(e) => Err(e.to_string()),
+            Err(e) => Err(env_failure(e)),
         };
         trajectory.wall_ms = ms(started);
         let mut record = record_of(task, &trajectory);
         match result {
             Ok(()) => record.metrics = self.scorers.iter().flat_map(|s| s.score(task, &trajectory)).collect(),
-            Err(message) => {
-                tracing::warn!(task = %task.id, "episode errored: {message}");
+            Err((cause, message)) => {
+                tracing::warn!(task = %task.id, ?cause, "episode errored: {message}");
                 trajectory.end = EndReason::Error;
                 record.end = EndReason::Error;
                 record.status = EpisodeStatus::Errored;
                 record.error = Some(message);
+                record.cause = Some(cause);
             }
         }
         (record, trajectory)
@@ -211,19 +212,19 @@ impl Runner {
         env: &mut dyn Environment,
         started: Instant,
         trajectory: &mut Trajectory,
-    ) -> Result<(), String> {
+    ) -> Result<(), Failure> {
         let deadline = started + self.budget.episode_timeout;
-        trajectory.brief = env.reset(task).await.map_err(|e| e.to_string())?;
+        trajectory.brief = env.reset(task).await.map_err(env_failure)?;
         let mut tools: Vec<ToolSpec> = env.tools();
         tools.push(ToolSpec::finish(env.answer_schema(task)));
         let schemas: HashMap<String, Value> =
             tools.iter().map(|t| (t.name.clone(), t.parameters.clone())).collect();
 
-        let mut agent = self.agent.create(task).map_err(|e| e.to_string())?;
-        trajectory.initial_check = env.check().await.map_err(|e| e.to_string())?;
+        let mut agent = self.agent.create(task).map_err(agent_failure)?;
+        trajectory.initial_check = env.check().await.map_err(env_failure)?;
         let episode =
             EpisodeStart { task, brief: &trajectory.brief, tools: &tools, max_steps: self.budget.max_steps };
-        agent.start(&episode).await.map_err(|e| e.to_string())?;
+        agent.start(&episode).await.map_err(agent_failure)?;
 
         let mut feedback: Vec<Observation> = Vec::new();
         let mut turn_index = 0;
@@ -234,7 +235,7 @@ impl Runner {
             }
             let turn: AgentTurn = match timeout_at(deadline, agent.step(&feedback)).await {
                 Err(_) => break EndReason::TimeBudget,
-                Ok(Err(e)) => return Err(e.to_string()),
+                Ok(Err(e)) => return Err(agent_failure(e)),
                 Ok(Ok(turn)) => turn,
             };
             trajectory.transcript.extend(turn.transcript);
@@ -267,12 +268,12 @@ impl Runner {
                         Err(msg) => (Observation::error(&call, format!("tool `{}`: {msg}", call.name)), true),
                         Ok(()) => match timeout_at(deadline, env.execute(&call)).await {
                             Err(_) => break 'episode EndReason::TimeBudget,
-                            Ok(Err(e)) => return Err(e.to_string()),
+                            Ok(Err(e)) => return Err(env_failure(e)),
                             Ok(Ok(obs)) => (obs, false),
                         },
                     },
                 };
-                let check: StateCheck = env.check().await.map_err(|e| e.to_string())?;
+                let check: StateCheck = env.check().await.map_err(env_failure)?;
                 steps.push(Step {
                     index: steps.len(),
                     turn: turn_index,
@@ -293,8 +294,8 @@ impl Runner {
 
         let eval_deadline = Instant::now() + self.budget.evaluate_timeout;
         let outcome = match timeout_at(eval_deadline, env.evaluate(task, trajectory.answer.as_ref())).await {
-            Err(_) => return Err("the final evaluation timed out".into()),
-            Ok(Err(e)) => return Err(e.to_string()),
+            Err(_) => return Err((ErrorCause::Infrastructure, "the final evaluation timed out".into())),
+            Ok(Err(e)) => return Err(env_failure(e)),
             Ok(Ok(outcome)) => outcome,
         };
         trajectory.outcome = Some(outcome);
@@ -316,6 +317,7 @@ fn record_of(task: &Task, trajectory: &Trajectory) -> EpisodeRecord {
         agent: trajectory.agent.clone(),
         status: EpisodeStatus::Completed,
         error: None,
+        cause: None,
         end: trajectory.end,
         steps: trajectory.steps.len(),
         invalid_steps: trajectory.steps.iter().filter(|s| s.invalid).count(),
@@ -325,11 +327,23 @@ fn record_of(task: &Task, trajectory: &Trajectory) -> EpisodeRecord {
     }
 }
 
+/// Why an episode errored, and whose failure it was.
+type Failure = (ErrorCause, String);
+
+fn env_failure(e: EnvError) -> Failure {
+    (e.cause(), e.to_string())
+}
+
+fn agent_failure(e: AgentError) -> Failure {
+    (ErrorCause::Agent, e.to_string())
+}
+
 /// The record of an episode that panicked (nothing of its trajectory survives).
 fn panicked(task: &Task, agent: &str, error: String) -> (EpisodeRecord, Trajectory) {
     let trajectory = Trajectory::new(&task.id, agent);
     let mut record = record_of(task, &trajectory);
     record.status = EpisodeStatus::Errored;
     record.error = Some(error);
+    record.cause = Some(ErrorCause::Infrastructure);
     (record, trajectory)
 }

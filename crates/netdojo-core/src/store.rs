@@ -233,6 +233,7 @@ mod tests {
             agent: "noop".into(),
             status,
             error: None,
+            cause: None,
             end: EndReason::Finished,
             steps: 0,
             invalid_steps: 0,

@@ -106,6 +106,21 @@ pub enum EpisodeStatus {
     Errored,
 }
 
+/// Whose failure made an episode errored: says whether a retry can help and whom to tell.
+/// An agent's bad input is never one of these: it is a failed step (`ok: false`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCause {
+    /// The machine or a backend failed (namespaces, daemons, a server, a timeout of the
+    /// evaluation, a panic): `--resume` retries it.
+    Infrastructure,
+    /// The task file is wrong or asks for what the environment cannot do: a retry gives the
+    /// same error; fix the task.
+    Task,
+    /// The agent could not produce a turn (model unreachable, protocol or configuration error).
+    Agent,
+}
+
 /// One line of a run's `episodes.jsonl`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EpisodeRecord {
@@ -117,6 +132,9 @@ pub struct EpisodeRecord {
     pub status: EpisodeStatus,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// With `error`: whose failure it was. Absent in records written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause: Option<ErrorCause>,
     pub end: EndReason,
     pub steps: usize,
     pub invalid_steps: usize,

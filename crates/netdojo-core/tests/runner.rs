@@ -234,6 +234,7 @@ async fn failures_outside_the_agent_mark_the_episode_errored_and_keep_its_steps(
     let (record, t) = runner.run_episode(&task("a", 2)).await;
     assert_eq!(record.status, EpisodeStatus::Errored);
     assert!(record.error.as_deref().unwrap_or("").contains("connection refused"), "{:?}", record.error);
+    assert_eq!(record.cause, Some(ErrorCause::Agent));
     assert_eq!(t.steps.len(), 1, "the step before the failure is kept");
     assert!(record.metrics.is_empty(), "an errored episode is not scored");
 
@@ -241,6 +242,23 @@ async fn failures_outside_the_agent_mark_the_episode_errored_and_keep_its_steps(
     let (record, _) = runner.run_episode(&task("b", 2)).await;
     assert_eq!(record.status, EpisodeStatus::Errored);
     assert!(record.error.as_deref().unwrap_or("").contains("environment `counter`: daemon died"));
+    assert_eq!(record.cause, Some(ErrorCause::Infrastructure));
+    let line = serde_json::to_value(&record).expect("record as JSON");
+    assert_eq!(line["cause"], "infrastructure");
+}
+
+#[test]
+fn errors_say_whose_they_are_and_old_records_still_read() {
+    let task = EnvError::Task { env: "e".into(), task_id: "t".into(), message: "bad topology".into() };
+    assert_eq!(task.cause(), ErrorCause::Task);
+    let down = EnvError::Setup { env: "e".into(), message: "no FRR".into() };
+    assert_eq!(down.cause(), ErrorCause::Infrastructure);
+    // A record written before `cause` existed.
+    let old = json!({"task_id": "a", "application": "x", "level": 1, "label": "l", "agent": "a",
+        "status": "errored", "error": "boom", "end": "error", "steps": 0, "invalid_steps": 0,
+        "wall_ms": 1, "metrics": []});
+    let record: EpisodeRecord = serde_json::from_value(old).expect("an old record reads");
+    assert_eq!(record.cause, None);
 }
 
 fn runner_failing() -> (Runner, Arc<AtomicUsize>) {

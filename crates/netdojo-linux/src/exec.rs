@@ -152,22 +152,41 @@ pub enum Refusal {
          length or mask (10.0.0.0/24) or a rate (5/min), and there are no files to use"
     )]
     PathArgument { token: String },
+    /// `means`: the keyword the tool reads `token` as, when it is an abbreviation of one
+    /// (`link-net` is `link-netns`); empty otherwise.
     #[error(
-        "refused: `{token}` would make `{program}` act on another network namespace; \
-         commands always run in this node's own namespace"
+        "refused: `{token}`{} would make `{program}` act on another network namespace; \
+         commands always run in this node's own namespace",
+        read_as(program, token, means)
     )]
-    NamespaceEscape { program: String, token: String },
-    #[error("refused: `{token}` would make `{program}` read or write a file; there are no files to use")]
-    FileAccess { program: String, token: String },
-    #[error("refused: `{token}` would make `{program}` run another program")]
-    RunsProgram { program: String, token: String },
+    NamespaceEscape { program: String, token: String, means: String },
+    #[error(
+        "refused: `{token}`{} would make `{program}` read or write a file; there are no files to use",
+        read_as(program, token, means)
+    )]
+    FileAccess { program: String, token: String, means: String },
+    #[error(
+        "refused: `{token}`{} would make `{program}` run another program",
+        read_as(program, token, means)
+    )]
+    RunsProgram { program: String, token: String, means: String },
     #[error(
         "refused: sysctl key `{key}` is outside `net.`; only this node's own net.* keys may be \
          read or written"
     )]
     SysctlKey { key: String },
-    #[error("refused: `{token}` of `{program}` is not permitted: {why}")]
-    OptionNotPermitted { program: String, token: String, why: &'static str },
+    #[error("refused: `{token}`{} of `{program}` is not permitted: {why}", read_as(program, token, means))]
+    OptionNotPermitted { program: String, token: String, means: String, why: &'static str },
+}
+
+/// ` (ip reads it as `link-netns`)` when the agent wrote an abbreviation: the refusal then
+/// names what the tool would have done, not only what the agent typed.
+fn read_as(program: &str, token: &str, means: &str) -> String {
+    if means.is_empty() || means == token {
+        String::new()
+    } else {
+        format!(" ({program} reads it as `{means}`)")
+    }
 }
 
 /// The token as quoted back to the agent: long ones are elided so the message stays readable.
@@ -434,12 +453,17 @@ enum Deny {
 
 impl Deny {
     fn refuse(self, program: &str, token: &str) -> Refusal {
-        let (program, token) = (program.to_string(), shown(token));
+        self.refuse_as(program, token, "")
+    }
+
+    /// `means`: the keyword `token` abbreviates, named in the message.
+    fn refuse_as(self, program: &str, token: &str, means: &str) -> Refusal {
+        let (program, token, means) = (program.to_string(), shown(token), means.to_string());
         match self {
-            Deny::Namespace => Refusal::NamespaceEscape { program, token },
-            Deny::File => Refusal::FileAccess { program, token },
-            Deny::Program => Refusal::RunsProgram { program, token },
-            Deny::Other(why) => Refusal::OptionNotPermitted { program, token, why },
+            Deny::Namespace => Refusal::NamespaceEscape { program, token, means },
+            Deny::File => Refusal::FileAccess { program, token, means },
+            Deny::Program => Refusal::RunsProgram { program, token, means },
+            Deny::Other(why) => Refusal::OptionNotPermitted { program, token, means, why },
         }
     }
 }
@@ -448,11 +472,17 @@ fn check_args(program: &str, args: &[String]) -> Result<(), Refusal> {
     match program {
         "ip" => check_ip(args),
         "tc" => check_tc(args),
-        "bridge" => check_iproute_options(program, args, BRIDGE_OPTIONS),
+        "bridge" => check_bridge(args),
         "nft" => check_nft(args),
         "sysctl" => check_sysctl(args),
         "ethtool" => check_ethtool(args),
-        "iptables" | "ip6tables" => check_getopt(program, args, &[], &[("modprobe", Deny::Program)]),
+        // `-m bpf --object-pinned PATH` (libxt_bpf) opens a pinned BPF object.
+        "iptables" | "ip6tables" => check_getopt(
+            program,
+            args,
+            &[],
+            &[("modprobe", Deny::Program), ("object-pinned", Deny::File)],
+        ),
         "iptables-save" | "ip6tables-save" => check_getopt(
             program,
             args,
@@ -514,76 +544,175 @@ fn check_iproute_options(program: &str, args: &[String], options: IprouteOptions
         let opt = if rest.starts_with('-') { rest } else { arg.as_str() };
         for &(name, shortest, deny) in options {
             if opt.len() >= shortest && name.starts_with(opt) {
-                return Err(deny.refuse(program, arg));
+                return Err(deny.refuse_as(program, arg, name));
             }
         }
     }
     Ok(())
 }
 
-/// Words that load a BPF object or read a file in iproute2 commands (`ip link .. xdp obj F`,
-/// `tc filter .. bpf obj F`, `ip monitor file F`).
-const IPROUTE_FILE_WORDS: &[&str] =
-    &["file", "obj", "object", "object-file", "object-pinned", "pinned", "bytecode-file"];
+/// A keyword an iproute2 tool refuses, and which of its spellings reach it.
+///
+/// iproute2 matches most keywords with `matches(arg, keyword)` (lib/utils.c): any non-empty
+/// prefix of the keyword is the keyword, unless a keyword tested earlier at the same place takes
+/// it first (`link` in `ip link add .. link DEV` comes before `link-netns`, so `link-` is the
+/// shortest spelling of `link-netns`). `shortest` is that length, read from iproute2 6.1's
+/// parsers; a keyword matched with `strcmp` has `shortest == keyword.len()`.
+///
+/// A refused word is refused wherever it stands: modelling each parser's grammar would be a
+/// second copy of iproute2 to keep in step, while a shortest spelling that no command an agent
+/// needs uses costs nothing.
+#[derive(Debug, Clone, Copy)]
+struct Keyword {
+    keyword: &'static str,
+    shortest: usize,
+    deny: Deny,
+}
 
-fn check_iproute_words(program: &str, args: &[String]) -> Result<(), Refusal> {
+const fn kw(keyword: &'static str, shortest: usize, deny: Deny) -> Keyword {
+    Keyword { keyword, shortest, deny }
+}
+
+const NO_BPF: Deny = Deny::Other("BPF programs are not available here");
+
+/// The files of a BPF program (lib/bpf_legacy.c `bpf_parse_string`): `object-file` (`obj`
+/// exact), `object-pinned`/`pinned`/`fd` (a pinned path), `bytecode-file` (`bcf` exact), and
+/// `export` (a UNIX socket path). `o`, `ob`, `p`, `f`, `e` also reach them after `bpf`/`xdp`,
+/// which are refused themselves; the table refuses the longer spellings wherever they stand.
+const BPF_FILE_WORDS: [Keyword; 6] = [
+    kw("object-file", 3, Deny::File),
+    kw("object-pinned", 7, Deny::File),
+    kw("bytecode-file", 9, Deny::File),
+    kw("bcf", 3, Deny::File),
+    kw("pinned", 2, Deny::File),
+    kw("export", 3, Deny::File),
+];
+
+/// `ip`'s refused keywords. `f` alone (`ip monitor f NAME`, `ip xfrm monitor f NAME`) is checked
+/// by [`monitor_file`], since `f` elsewhere is harmless (`ip f` is `ip fou`).
+const IP_WORDS: &[Keyword] = &[
+    // `ip net`, `ip netn` (ip.c: `n`, `ne` are `neigh`, which comes first); `netns` in
+    // `ip link set .. netns NS` is strcmp.
+    kw("netns", 3, Deny::Namespace),
+    // iplink.c: matches, after `link` (any prefix), so `link-` is the shortest.
+    kw("link-netns", 5, Deny::Namespace),
+    kw("link-netnsid", 11, Deny::Namespace),
+    // ipmonitor.c, xfrm_monitor.c: matches, after strcmp `all` and matches `address`.
+    kw("all-nsid", 4, Deny::Namespace),
+    // ipnetns.c (strcmp, under `ip netns`, refused anyway).
+    kw("target-nsid", 11, Deny::Namespace),
+    // `ip netns exec`, `ip vrf exec`: matches.
+    kw("exec", 1, Deny::Program),
+    // ipmonitor.c, xfrm_monitor.c `file`: matches; `f` is left to `monitor_file`.
+    kw("file", 2, Deny::File),
+    BPF_FILE_WORDS[0],
+    BPF_FILE_WORDS[1],
+    BPF_FILE_WORDS[2],
+    BPF_FILE_WORDS[3],
+    BPF_FILE_WORDS[4],
+    BPF_FILE_WORDS[5],
+    // iplink.c (strcmp) and iproute_lwtunnel.c `encap bpf` (strcmp): where a program is loaded.
+    kw("xdp", 3, NO_BPF),
+    kw("xdpgeneric", 10, NO_BPF),
+    kw("xdpdrv", 6, NO_BPF),
+    kw("xdpoffload", 10, NO_BPF),
+    kw("bpf", 3, NO_BPF),
+];
+
+const TC_WORDS: &[Keyword] = &[
+    // tc.c: `tc exec` (matches; `e` is exec).
+    kw("exec", 1, Deny::Program),
+    // tc_monitor.c `file`: matches.
+    kw("file", 2, Deny::File),
+    BPF_FILE_WORDS[0],
+    BPF_FILE_WORDS[1],
+    BPF_FILE_WORDS[2],
+    BPF_FILE_WORDS[3],
+    BPF_FILE_WORDS[4],
+    BPF_FILE_WORDS[5],
+    // The `bpf` filter and action kinds are looked up by exact name.
+    kw("bpf", 3, NO_BPF),
+];
+
+const BRIDGE_WORDS: &[Keyword] = &[
+    // bridge/monitor.c `file`: matches.
+    kw("file", 2, Deny::File),
+];
+
+fn check_iproute_words(program: &str, args: &[String], words: &[Keyword]) -> Result<(), Refusal> {
+    for k in words {
+        if let Some(arg) =
+            args.iter().find(|arg| arg.len() >= k.shortest && k.keyword.starts_with(arg.as_str()))
+        {
+            return Err(k.deny.refuse_as(program, arg, k.keyword));
+        }
+    }
+    monitor_file(program, args)
+}
+
+/// `f` is `file` in `ip monitor`, `ip xfrm monitor`, `tc monitor` and `bridge monitor`, where
+/// `file` is the first keyword tested: refused after any word that may select `monitor`.
+fn monitor_file(program: &str, args: &[String]) -> Result<(), Refusal> {
+    let mut monitor = false;
     for arg in args {
-        // `exec` is matched by prefix too (`ip netns e`, `ip vrf ex`, `tc e`); nothing the agent
-        // needs is spelled as a prefix of it.
-        if !arg.is_empty() && "exec".starts_with(arg.as_str()) {
-            return Err(Deny::Program.refuse(program, arg));
+        if monitor && arg == "f" {
+            return Err(Deny::File.refuse_as(program, arg, "file"));
         }
-        if IPROUTE_FILE_WORDS.contains(&arg.as_str()) {
-            return Err(Deny::File.refuse(program, arg));
-        }
+        monitor |= !arg.is_empty() && "monitor".starts_with(arg.as_str());
     }
     Ok(())
 }
 
 fn check_ip(args: &[String]) -> Result<(), Refusal> {
     check_iproute_options("ip", args, IP_OPTIONS)?;
-    for arg in args {
-        // `ip net`/`ip netn` are `ip netns` (it precedes `netconf` in ip's table), and
-        // `link-netns`, `link-netnsid`, `netnsid` all name another namespace.
-        let netns_prefix = arg.len() >= 3 && "netns".starts_with(arg.as_str());
-        if netns_prefix || arg.contains("netns") || arg == "all-nsid" {
-            return Err(Deny::Namespace.refuse("ip", arg));
-        }
+    check_iproute_words("ip", args, IP_WORDS)?;
+    // Any other spelling that carries a namespace name or id (`netnsid`, a future keyword).
+    if let Some(arg) = args.iter().find(|a| a.contains("netns") || a.contains("nsid")) {
+        return Err(Deny::Namespace.refuse("ip", arg));
     }
-    check_iproute_words("ip", args)?;
     // `ip vrf exec` runs a program; `v` and `vr` select the same object.
-    if let Some(object) = ip_object(args)
+    if let Some((_, object)) = ip_object(args)
         && "vrf".starts_with(object)
     {
-        return Err(Deny::Program.refuse("ip", object));
+        return Err(Deny::Program.refuse_as("ip", object, "vrf"));
     }
     Ok(())
 }
 
-/// The object word of an `ip` command line, skipping global options and their values the way
-/// ip does (`-l N`, `-f FAMILY`, `-rc N` take one).
-fn ip_object(args: &[String]) -> Option<&str> {
-    let mut words = args.iter();
-    while let Some(word) = words.next() {
+/// The object word of an `ip` command line and its index in `args`, skipping global options
+/// and their values the way ip does (`-l N`, `-f FAMILY`, `-rc N` take one).
+fn ip_object(args: &[String]) -> Option<(usize, &str)> {
+    iproute_object(args, |opt| {
+        (opt.len() >= 2 && ("-loops".starts_with(opt) || "-family".starts_with(opt)))
+            || (opt.len() >= 3 && "-rcvbuf".starts_with(opt))
+    })
+}
+
+/// The first word after an iproute2 tool's global options, and its index; `takes_value` says
+/// which options consume the next word (`-` or `--` form, written with one dash).
+fn iproute_object(args: &[String], takes_value: impl Fn(&str) -> bool) -> Option<(usize, &str)> {
+    let mut i = 0;
+    while let Some(word) = args.get(i) {
         if word == "--" {
-            return words.next().map(String::as_str);
+            return args.get(i + 1).map(|w| (i + 1, w.as_str()));
         }
         let Some(rest) = word.strip_prefix('-') else {
-            return Some(word);
+            return Some((i, word));
         };
         let opt = if rest.starts_with('-') { rest } else { word.as_str() };
-        let takes_value = (opt.len() >= 2 && ("-loops".starts_with(opt) || "-family".starts_with(opt)))
-            || (opt.len() >= 3 && "-rcvbuf".starts_with(opt));
-        if takes_value {
-            words.next();
-        }
+        i += if takes_value(opt) { 2 } else { 1 };
     }
     None
 }
 
 fn check_tc(args: &[String]) -> Result<(), Refusal> {
     check_iproute_options("tc", args, TC_OPTIONS)?;
-    check_iproute_words("tc", args)
+    check_iproute_words("tc", args, TC_WORDS)
+}
+
+fn check_bridge(args: &[String]) -> Result<(), Refusal> {
+    check_iproute_options("bridge", args, BRIDGE_OPTIONS)?;
+    check_iproute_words("bridge", args, BRIDGE_WORDS)
 }
 
 /// Checks getopt-style options: clustered short options (`-wp` is `-w -p`) and long options
@@ -944,8 +1073,9 @@ pub fn read_only(command: &Command) -> Result<(), String> {
     match program.as_str() {
         "ip" => {
             // Global options come first and only -f/-l/-rc take a value; the object follows.
-            let Some(object) = ip_object(args) else { return Ok(()) };
-            let at = args.iter().position(|a| a == object).unwrap_or(0);
+            // The action is the word after the object where the object stands, not after the
+            // first word equal to it: in `ip -l link -d link set ..` that is an option's value.
+            let Some((at, object)) = ip_object(args) else { return Ok(()) };
             let action = args.get(at + 1).map(String::as_str);
             const OBJECTS: &[&str] = &[
                 "a",
@@ -984,9 +1114,16 @@ pub fn read_only(command: &Command) -> Result<(), String> {
             } else {
                 &["fdb", "link", "vlan", "mdb", "l", "v", "m"]
             };
-            match (words.first(), words.get(1)) {
-                (Some(o), None | Some(&("show" | "list" | "ls" | "dev"))) if objects.contains(o) => Ok(()),
-                (None, _) => Ok(()),
+            // Option values are skipped as the tools skip them (`bridge -f link fdb ..`: `link`
+            // is the family's value), and the action is the word right after the object.
+            let object = if program == "tc" {
+                iproute_object(args, |_| false)
+            } else {
+                iproute_object(args, |opt| opt.len() >= 2 && "-family".starts_with(opt))
+            };
+            let Some((at, object)) = object else { return Ok(()) };
+            match args.get(at + 1).map(String::as_str) {
+                None | Some("show" | "list" | "ls" | "dev") if objects.contains(&object) => Ok(()),
                 _ => not(&format!("`{program}` reads {} with show", objects.join(", "))),
             }
         }
@@ -1337,6 +1474,110 @@ mod tests {
         ok("tc -names qdisc");
     }
 
+    /// Every spelling iproute2 6.1 reads as a refused keyword (`matches()`: any prefix from the
+    /// shortest unambiguous one), with the keyword named in the message.
+    #[test]
+    fn iproute2_keyword_prefixes() {
+        for (line, means) in [
+            ("ip link add evil0 link-net ndj1x0-r0 type veth peer name stolen0", "link-netns"),
+            ("ip link add evil0 link- x type veth peer name y", "link-netns"),
+            ("ip link add evil0 link-n x type veth peer name y", "link-netns"),
+            ("ip link add evil0 link-netnsi 0 type veth peer name y", "link-netnsid"),
+            ("ip monitor all-n", "all-nsid"),
+            ("ip monitor all-", "all-nsid"),
+            ("ip xfrm monitor all-ns", "all-nsid"),
+            ("ip net list", "netns"),
+            ("ip netns", "netns"),
+            ("ip -ne foo link", "-netns"),
+            ("ip -al netns list", "-all"),
+        ] {
+            match no(line) {
+                Refusal::NamespaceEscape { means: got, .. } => assert_eq!(got, means, "{line}"),
+                other => panic!("{line}: {other:?}"),
+            }
+        }
+        for line in ["ip monitor nsid", "ip netns list-id target-nsid 1", "ip link set dev x netnsid 1"] {
+            assert!(matches!(no(line), Refusal::NamespaceEscape { .. }), "{line}");
+        }
+        for (line, means) in [
+            ("ip monitor f x", "file"),
+            ("ip monitor fi x", "file"),
+            ("ip mo fil x", "file"),
+            ("ip -t monitor f x", "file"),
+            ("ip xfrm monitor f x", "file"),
+            ("ip link set dev r0-eth1 xdp obje x", "object-file"),
+            ("ip link set dev r0-eth1 xdp object x", "object-file"),
+            ("ip link set dev r0-eth1 xdpgeneric pinned x", "pinned"),
+            ("ip link set dev r0-eth1 xdp pin x", "pinned"),
+            ("ip link set dev r0-eth1 xdp object-p x", "object-pinned"),
+            ("ip route add 10.0.0.0/24 encap bpf in obj x dev r0-eth1", "object-file"),
+            ("tc filter add dev r0-eth1 ingress bpf bcf x", "bcf"),
+            ("tc filter add dev r0-eth1 ingress bpf bytecode-f x", "bytecode-file"),
+            ("tc filter add dev r0-eth1 ingress bpf da obj x sec s export sock", "object-file"),
+            ("tc filter add dev r0-eth1 ingress bpf exp sock", "export"),
+            ("tc action add action bpf object-pinned x", "object-pinned"),
+            ("tc monitor f x", "file"),
+            ("tc m fi x", "file"),
+            ("bridge monitor file x", "file"),
+            ("bridge monitor fil x", "file"),
+            ("bridge mo f x", "file"),
+        ] {
+            match no(line) {
+                Refusal::FileAccess { means: got, .. } => assert_eq!(got, means, "{line}"),
+                other => panic!("{line}: {other:?}"),
+            }
+        }
+        for line in [
+            "ip link set dev r0-eth1 xdp off",
+            "ip link set dev r0-eth1 xdpdrv off",
+            "ip route add 10.0.0.0/24 encap bpf headroom 1 dev r0-eth1",
+            "tc filter add dev r0-eth1 ingress bpf bc 1,6_0_0_0",
+            "tc action add action bpf bc 1,6_0_0_0",
+        ] {
+            assert!(
+                matches!(no(line), Refusal::OptionNotPermitted { .. }),
+                "{line}: {:?}",
+                parse_with(line, fake)
+            );
+        }
+        assert!(matches!(no("iptables -m bpf --object-pinned x -j DROP"), Refusal::FileAccess { .. }));
+        assert!(matches!(no("iptables -m bpf --object x -j DROP"), Refusal::FileAccess { .. }));
+        let msg = no("ip link add evil0 link-net x type veth peer name y").to_string();
+        assert!(msg.contains("`link-net` (ip reads it as `link-netns`)"), "{msg}");
+        assert!(no("ip monitor f x").to_string().contains("`f` (ip reads it as `file`)"));
+        assert!(!no("ip monitor file x").to_string().contains("reads it as"));
+        // Words an agent needs that share a first letter or a prefix with a refused keyword.
+        for line in [
+            "ip link set dev r0-eth1 down",
+            "ip link add link r0-eth1 name r0-eth1.10 type vlan id 10",
+            "ip link add name br0 type bridge",
+            "ip link set r0-eth1 master br0",
+            "ip addr add 10.0.0.1/24 dev r0-eth1",
+            "ip route add 10.0.2.0/24 via 10.0.1.2",
+            "ip route add 10.0.2.0/24 nexthop via 10.0.1.2 weight 1",
+            "ip -j -d link",
+            "ip -d link show",
+            "ip f",
+            "ip monitor all",
+            "ip monitor link",
+            "ip a",
+            "ip n",
+            "ip ne show",
+            "ip route flush table main",
+            "ip -f inet addr",
+            "ip rule add fwmark 1 table 100",
+            "tc qdisc add dev r0-eth1 root tbf rate 1mbit burst 32kbit latency 400ms",
+            "tc f show dev r0-eth1",
+            "tc filter add dev r0-eth1 parent 1: protocol ip prio 1 u32 match ip dst 10.0.0.0/24 flowid 1:1",
+            "tc qdisc add dev r0-eth1 root handle 1: prio",
+            "bridge f show",
+            "bridge fdb show",
+            "bridge monitor",
+        ] {
+            ok(line);
+        }
+    }
+
     #[test]
     fn programs_run_by_tools() {
         for line in [
@@ -1491,6 +1732,8 @@ mod tests {
             "ip -s link show r0-eth1",
             "ip route dev r0-eth1",
             "bridge fdb show",
+            "bridge -f inet fdb show",
+            "ip -l 2 link show",
             "tc qdisc show",
             "tc -s qdisc show dev r0-eth1",
             "tc filter show dev r0-eth1",
@@ -1551,6 +1794,13 @@ mod tests {
             "nft 'list ruleset; flush ruleset'",
             "nft list table inet t { }",
             "bridge fdb add 00:11:22:33:44:55 dev s1-eth1",
+            // The action after the object where it stands, not after an option's value.
+            "ip -l link -d link set dev r0-eth1 down",
+            "ip -f link link set dev r0-eth1 down",
+            "ip -rc route route add 10.0.0.0/24 dev r0-eth1",
+            "ip -l addr -- addr flush dev r0-eth1",
+            "bridge -f fdb fdb add 00:11:22:33:44:55 dev s1-eth1",
+            "tc -s qdisc add dev r0-eth1 root netem loss 1%",
         ] {
             let why = read_only(&ok(line)).expect_err(line);
             assert!(why.contains("not a read-only command"), "{line}: {why}");

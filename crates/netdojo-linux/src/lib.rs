@@ -9,6 +9,7 @@
 //! - [`conntrack`]: flushing a namespace's connection tracking after its rules change.
 //! - [`exec`]: the sandbox that runs an agent's command in one node's namespace, in the jail.
 //! - [`sysctl`]: which `net.*` sysctls are the namespace's own, asked of the kernel.
+//! - [`vty`]: what an agent may send to a router's vtysh (configuration lines, show commands).
 //! - [`preflight`]: what the machine must offer (root, FRRouting), asked in one place.
 //! - [`routing`]: the routing application: topology from a seed, fault catalogue, tasks, env.
 
@@ -25,3 +26,4 @@ pub mod preflight;
 pub mod routing;
 pub mod sysctl;
 pub mod topology;
+pub mod vty;

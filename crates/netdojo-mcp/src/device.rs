@@ -15,6 +15,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use netdojo_linux::frr::{Frr, FrrError, VtyshOutput};
 use netdojo_linux::network::Network;
+use netdojo_linux::vty;
 use netdojo_netconf::env::{CommandResult, apply_commands};
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -397,14 +398,24 @@ impl FrrDevice {
 
     /// A read-only show command. Anything else is refused before it reaches the device.
     pub async fn exec(&self, command: &str, timeout: Option<Duration>) -> Result<String, NetError> {
-        if !read_only(command) {
+        // Checked before vtysh is spawned: a NUL byte or a huge line is the client's invalid
+        // input (-32602), not a broken server (-32603).
+        let checked = vty::check_show_command(command).map_err(|refusal| {
+            NetError::InvalidParams(format!(
+                "device {}: {}; network.cli.exec runs read-only `show` commands, use network.cli.configure",
+                self.name,
+                redact(&refusal.to_string())
+            ))
+        })?;
+        if !read_only(checked) {
             return Err(NetError::InvalidParams(format!(
-                "`{}` refused: network.cli.exec runs read-only `show` commands; use network.cli.configure",
-                redact(command.trim())
+                "device {}: refused: `{}`: network.cli.exec runs one read-only `show` command, without `;` or `|`",
+                self.name,
+                redact(checked)
             )));
         }
         let timeout = timeout.unwrap_or(self.settings.exec_timeout).min(self.settings.exec_timeout);
-        let out = self.vtysh(&["-c", command.trim()], timeout).await?;
+        let out = self.vtysh(&["-c", checked], timeout).await?;
         if !out.success() {
             return Err(NetError::InvalidParams(format!("device {}: {}", self.name, out.text().trim())));
         }
@@ -717,7 +728,10 @@ impl FrrDevice {
                 self.yang_modules.join(", ")
             ))
         })?;
-        if path.contains(['\n', '\r', '"']) || path.split_whitespace().count() != 1 {
+        if path.contains(['\n', '\r', '"', '\0'])
+            || path.len() > vty::MAX_LINE
+            || path.split_whitespace().count() != 1
+        {
             return Err(NetError::InvalidParams(format!("`{path}` is not one XPath")));
         }
         let command = match datastore {

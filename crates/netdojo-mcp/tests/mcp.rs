@@ -688,6 +688,36 @@ mod errors {
         // Reads work, writes refused under read-only: see roles. Non-show commands are bad params.
         let (c, _) = code(&client, "network.cli.exec", json!({"command": "configure terminal"})).await;
         assert_eq!(c, -32602);
+        // The client's bad input is -32602, never -32603: a NUL byte or a huge command is
+        // refused before vtysh is spawned, and `show history` (every vtysh user's commands) in
+        // any spelling.
+        let huge = format!("show ip route {}", "x".repeat(129 * 1024));
+        for command in ["show ip\0route", huge.as_str(), "show history", "sh hist", "show hi"] {
+            let (c, message) = code(&client, "network.cli.exec", json!({"command": command})).await;
+            assert_eq!(c, -32602, "{}: {message}", &command[..12]);
+            assert_eq!(message.matches("refused").count(), 1, "{message}");
+        }
+        // FRR commands that write files are refused as they are staged, pushed or run at once.
+        let planted = format!("/tmp/netdojo-mcp-vty-{}", std::process::id());
+        for target in ["candidate", "running"] {
+            let r = call(
+                &client,
+                "network.cli.configure",
+                json!({"commands": [format!("lo fi {planted}.log")], "target": target}),
+            )
+            .await
+            .expect("a refused command is a tool result");
+            assert_eq!(r.is_error, Some(true), "{target}: {r:?}");
+        }
+        let (c, message) = code(
+            &client,
+            "network.file.push",
+            json!({"file": "candidate-config", "content": format!("hostname R1\nlog file {planted}.2.log\n")}),
+        )
+        .await;
+        assert!(c == -32084 && message.contains("refused: "), "{c}: {message}");
+        assert!(!std::path::Path::new(&format!("{planted}.log")).exists());
+        assert!(!std::path::Path::new(&format!("{planted}.2.log")).exists());
 
         // YANG reads.
         let yang = ok(

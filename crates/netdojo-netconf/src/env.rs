@@ -21,6 +21,7 @@ use netdojo_linux::netns;
 use netdojo_linux::network::Network;
 use netdojo_linux::preflight::Need;
 use netdojo_linux::topology::{Body, Link, Node, NodeKind, Topology, indexmap_lite::OrderedMap};
+use netdojo_linux::vty;
 
 pub const ENV: &str = "netconf";
 
@@ -32,9 +33,9 @@ pub const ROUTER_DAEMONS: [&str; 3] = ["ospfd", "bgpd", "ripd"];
 /// protocols converge after the last change).
 pub const CONVERGENCE: Duration = Duration::from_secs(10);
 
-/// Words that start a read-only vtysh command. Anything else is refused by `execute-cmd`
-/// before it reaches the device.
-const READ_ONLY: [&str; 2] = ["show", "do show"];
+/// The most commands one `update-cfg` call applies; a longer list is an agent's mistake, answered
+/// as a failed step rather than handed to the device.
+pub const MAX_COMMANDS: usize = 1000;
 
 fn task_err(task: &Task, message: String) -> EnvError {
     EnvError::Task { env: ENV.into(), task_id: task.id.clone(), message }
@@ -328,11 +329,21 @@ pub async fn apply_commands(
     let framing = |c: &str| matches!(c.trim(), "configure terminal" | "conf t" | "configure" | "end");
     let mut lines = Vec::new();
     let mut line_of = Vec::new();
+    // Refused before vtysh sees them (files, the host's logs, history; see `vty`): reported like
+    // the device's own errors, and the others still apply.
+    let mut refused: BTreeMap<usize, String> = BTreeMap::new();
     for (i, c) in commands.iter().enumerate() {
-        if !framing(c) {
-            lines.push(c.replace(['\r', '\n'], " "));
-            line_of.push(i);
+        if framing(c) {
+            continue;
         }
+        if !c.trim().is_empty()
+            && let Err(refusal) = vty::check_config_line(c)
+        {
+            refused.insert(i, refusal.to_string());
+            continue;
+        }
+        lines.push(c.trim_ascii_end().to_string());
+        line_of.push(i);
     }
     let text_in = lines.join("\n") + "\n";
     let out = if check_only { frr.check_file(&text_in).await? } else { frr.apply_file(&text_in).await? };
@@ -355,7 +366,7 @@ pub async fn apply_commands(
     Ok(commands
         .iter()
         .enumerate()
-        .map(|(i, c)| match errors.get(&i) {
+        .map(|(i, c)| match refused.get(&i).or_else(|| errors.get(&i)) {
             Some(e) => CommandResult { command: c.clone(), status: "error", error: e.clone() },
             None if !out.success() && errors.is_empty() && !unattributed.is_empty() => {
                 CommandResult { command: c.clone(), status: "error", error: unattributed.join("\n") }
@@ -365,44 +376,15 @@ pub async fn apply_commands(
         .collect())
 }
 
-/// A Linux command that only reads: `nft list ...`, `tc ... show|ls`, `ip ... show|list` (or
-/// an `ip` object alone), `iptables -L|-S`. Anything else is refused before it runs.
+/// A Linux command that only reads, by the sandbox's own rule ([`exec::read_only`]: the show
+/// and list forms of each allowed tool). `Err` is the message for the agent, reading
+/// `refused: ...` once.
 fn linux_read_only(line: &str) -> Result<exec::Command, String> {
     let parsed = exec::parse(line).map_err(|r| r.to_string())?;
-    let program = parsed.program().file_name().and_then(|n| n.to_str()).unwrap_or_default();
-    let words: Vec<&str> = parsed.args().iter().map(String::as_str).filter(|a| !a.starts_with('-')).collect();
-    let ok = match program {
-        "nft" => words.first() == Some(&"list"),
-        "tc" => words.get(1).is_some_and(|w| matches!(*w, "show" | "ls" | "list")),
-        "ip" => words.len() == 1 || words.get(1).is_some_and(|w| matches!(*w, "show" | "list" | "get")),
-        "iptables" | "iptables-save" => {
-            program == "iptables-save"
-                || parsed.args().iter().all(|a| {
-                    matches!(
-                        a.as_str(),
-                        "-L" | "-S"
-                            | "-n"
-                            | "-v"
-                            | "-t"
-                            | "filter"
-                            | "nat"
-                            | "mangle"
-                            | "raw"
-                            | "INPUT"
-                            | "OUTPUT"
-                            | "FORWARD"
-                            | "--line-numbers"
-                            | "-x"
-                    )
-                })
-        }
-        _ => false,
-    };
-    if ok {
-        Ok(parsed)
-    } else {
-        Err("execute-cmd runs read-only commands only (nft list, tc ... show, ip ... show, iptables -L); use update-cfg with dialect linux to change the router".into())
-    }
+    exec::read_only(&parsed).map_err(|why| {
+        format!("refused: {why}; execute-cmd runs read-only commands, use update-cfg with dialect linux to change the router")
+    })?;
+    Ok(parsed)
 }
 
 /// The Linux side of a router's configuration, for export: its nftables ruleset and qdiscs.
@@ -510,12 +492,27 @@ impl Environment for NetconfEnv {
                     .and_then(Value::as_array)
                     .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
                     .unwrap_or_default();
+                if commands.len() > MAX_COMMANDS {
+                    return Ok(Observation::error(
+                        call,
+                        format!(
+                            "refused: {} commands in one call; the limit is {MAX_COMMANDS}",
+                            commands.len()
+                        ),
+                    ));
+                }
                 let results = match args.get("dialect").and_then(Value::as_str).unwrap_or("frr") {
                     "linux" => {
                         let ns = self.net()?.ns_name(device).map(str::to_string).unwrap_or_default();
                         update_linux(&ns, &commands).await.map_err(|e| self.runtime(e))?
                     }
-                    _ => self.update(frr, &commands).await?,
+                    "frr" => self.update(frr, &commands).await?,
+                    other => {
+                        return Ok(Observation::error(
+                            call,
+                            format!("unknown dialect `{other}`; dialects: frr, linux"),
+                        ));
+                    }
                 };
                 let all_ok = results.iter().all(|r| r.status == "success");
                 let data = json!({"results": results});
@@ -529,7 +526,7 @@ impl Environment for NetconfEnv {
                 if args.get("dialect").and_then(Value::as_str) == Some("linux") {
                     let ns = self.net()?.ns_name(device).map(str::to_string).unwrap_or_default();
                     return Ok(match linux_read_only(command) {
-                        Err(why) => Observation::error(call, format!("`{command}` refused: {why}")),
+                        Err(why) => Observation::error(call, why),
                         Ok(parsed) => {
                             let out = exec::run(&ns, &parsed, &exec::Policy::default())
                                 .await
@@ -541,16 +538,19 @@ impl Environment for NetconfEnv {
                         }
                     });
                 }
-                let read_only =
-                    READ_ONLY.iter().any(|p| command == *p || command.starts_with(&format!("{p} ")));
-                if !read_only || command.contains(['\n', '\r']) {
-                    return Ok(Observation::error(
-                        call,
-                        format!(
-                            "`{command}` refused: execute-cmd runs read-only `show` commands; use update-cfg to change the configuration"
-                        ),
-                    ));
-                }
+                // Checked before vtysh is spawned: a NUL byte or a huge line is the agent's
+                // failed step, not a broken environment.
+                let command = match vty::check_show_command(command) {
+                    Ok(command) => command,
+                    Err(refusal) => {
+                        return Ok(Observation::error(
+                            call,
+                            format!(
+                                "{refusal}; execute-cmd runs read-only `show` commands, update-cfg changes the configuration"
+                            ),
+                        ));
+                    }
+                };
                 let out = frr
                     .vtysh(&["-c", command], Duration::from_secs(10))
                     .await

@@ -175,6 +175,7 @@ mod tests {
             agent: "a".into(),
             status,
             error: None,
+            cause: None,
             end: EndReason::Finished,
             steps: steps as usize,
             invalid_steps: 0,

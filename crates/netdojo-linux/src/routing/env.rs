@@ -225,9 +225,7 @@ impl Environment for RoutingEnv {
                 let output = exec::run_line(&router, command, &self.options.exec)
                     .await
                     .map_err(|e| EnvError::Runtime { env: ENV.into(), message: e.to_string() })?
-                    .map_err(|refusal| {
-                        self.task_err(format!("fault {fault}: `{command}` refused: {refusal}"))
-                    })?;
+                    .map_err(|refusal| self.task_err(format!("fault {fault}: {refusal} (in `{command}`)")))?;
                 if output.status != Some(0) {
                     return Err(
                         self.task_err(format!("fault {fault}: `{command}` failed: {}", output.text.trim()))
@@ -262,7 +260,8 @@ impl Environment for RoutingEnv {
         let command = match exec::parse(line) {
             Ok(c) => c,
             // Refused before it reaches the machine: nothing changed, so no new pingmesh.
-            Err(refusal) => return Ok(refuse(format!("refused: {refusal}"))),
+            // The refusal's text already reads `refused: ...`.
+            Err(refusal) => return Ok(refuse(refusal.to_string())),
         };
         let output = exec::run(&ns, &command, &self.options.exec)
             .await

@@ -82,3 +82,26 @@ async fn every_fault_method_breaks_reachability_and_its_repair_restores_it() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
+
+/// A refused command is the agent's failed step, and its message reads `refused:` once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_command_reads_refused_once() {
+    if !common::root_or_skip("refusal message") {
+        return;
+    }
+    let factory = RoutingFactory::new(RoutingOptions::default()).expect("factory");
+    let Some((kind, method)) = faults::all_methods().next() else { panic!("no fault methods") };
+    let task = task_with(kind, method, 7);
+    let mut env = factory.create(&task).await.expect("env");
+    env.reset(&task).await.expect("reset");
+    let mut messages = Vec::new();
+    for line in ["ip link add evil0 link-net x type veth peer name y", "ip -n x link", "ip\0link"] {
+        let call = ToolCall::new("exec", json!({"machine": ROUTER, "command": line}));
+        messages.push(env.execute(&call).await.map(|obs| (obs.ok, obs.content)));
+    }
+    env.close().await.expect("close");
+    for message in messages {
+        let (ok, content) = message.expect("a refusal is an observation");
+        assert!(!ok && content.matches("refused").count() == 1, "{content}");
+    }
+}
