@@ -175,6 +175,11 @@ pub enum Refusal {
          read or written"
     )]
     SysctlKey { key: String },
+    #[error(
+        "refused: sysctl key `{key}` is not this node's own: {why}; only the net.* keys the kernel \
+         keeps per network namespace may be written"
+    )]
+    SysctlHostWide { key: String, why: String },
     #[error("refused: `{token}`{} of `{program}` is not permitted: {why}", read_as(program, token, means))]
     OptionNotPermitted { program: String, token: String, means: String, why: &'static str },
 }
@@ -298,7 +303,9 @@ pub enum ExecError {
 /// Checks an agent's command line and resolves its program. Refuses anything that is not one
 /// plain invocation of an allowed tool confined to the node's namespace; see the module docs.
 pub fn parse(line: &str) -> Result<Command, Refusal> {
-    parse_with(line, resolve)
+    let command = parse_with(line, resolve)?;
+    check_sysctl_writes(&command, |key| crate::sysctl::probe().map(|known| known.writable(key)))?;
+    Ok(command)
 }
 
 /// A command of the operator's own (a task file's testcase, such as `ping -c 1 10.0.0.2`), split
@@ -835,6 +842,35 @@ fn check_sysctl(args: &[String]) -> Result<(), Refusal> {
             && key.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
         if !ok {
             return Err(Refusal::SysctlKey { key: shown(key) });
+        }
+    }
+    Ok(())
+}
+
+/// A sysctl write (`KEY=VALUE`, with or without `-w`) must name a key the kernel keeps per
+/// network namespace ([`crate::sysctl`]): `net.netfilter.nf_hooks_lwtunnel` is under `net.` but
+/// is one value for the whole machine. `writable` answers for a key, or says why it cannot.
+fn check_sysctl_writes(
+    command: &Command,
+    writable: impl Fn(&str) -> Result<bool, String>,
+) -> Result<(), Refusal> {
+    if command.program.file_name().is_none_or(|n| n != "sysctl") {
+        return Ok(());
+    }
+    for arg in command.args.iter().filter(|a| !a.starts_with('-')) {
+        let Some((key, _)) = arg.split_once('=') else { continue };
+        let key = key.trim_ascii();
+        match writable(key) {
+            Ok(true) => {}
+            Ok(false) => {
+                return Err(Refusal::SysctlHostWide {
+                    key: shown(key),
+                    why: "the kernel keeps one value for the whole machine, or no namespace's own \
+                          value could be shown to exist"
+                        .into(),
+                });
+            }
+            Err(e) => return Err(Refusal::SysctlHostWide { key: shown(key), why: e }),
         }
     }
     Ok(())
@@ -1692,6 +1728,31 @@ mod tests {
     fn messages_name_the_token() {
         assert!(no("ip -n foo link").to_string().contains("`-n`"));
         assert!(no("sysctl -w kernel.hostname=x").to_string().contains("`kernel.hostname`"));
+    }
+
+    #[test]
+    fn sysctl_writes_need_a_key_of_the_namespace() {
+        let per_namespace = |key: &str| Ok(key != "net.netfilter.nf_hooks_lwtunnel");
+        let check = |line: &str| check_sysctl_writes(&ok(line), per_namespace);
+        assert_eq!(check("sysctl -w net.ipv4.ip_forward=1"), Ok(()));
+        assert_eq!(check("sysctl net.netfilter.nf_hooks_lwtunnel"), Ok(()), "a read");
+        for line in [
+            "sysctl -w net.netfilter.nf_hooks_lwtunnel=1",
+            "sysctl net.netfilter.nf_hooks_lwtunnel=1",
+            "sysctl -w net.ipv4.ip_forward=1 net.netfilter.nf_hooks_lwtunnel=1",
+        ] {
+            let refusal = check(line).expect_err(line);
+            assert!(
+                matches!(&refusal, Refusal::SysctlHostWide { key, .. } if key == "net.netfilter.nf_hooks_lwtunnel")
+            );
+            assert!(
+                refusal.to_string().starts_with(
+                    "refused: sysctl key `net.netfilter.nf_hooks_lwtunnel` is not this node's own"
+                )
+            );
+        }
+        let unknown = check_sysctl_writes(&ok("sysctl -w net.ipv4.ip_forward=1"), |_| Err("no probe".into()));
+        assert!(matches!(unknown, Err(Refusal::SysctlHostWide { .. })));
         assert!(no("ip addr;reboot").to_string().contains("`addr;reboot`"));
         let long = format!("ip link show {};", "x".repeat(200));
         let msg = no(&long).to_string();
