@@ -8,12 +8,16 @@
 //! - [`frr`]: FRRouting instances for `frr` routers (one per namespace, vtysh inside it).
 //! - [`conntrack`]: flushing a namespace's connection tracking after its rules change.
 //! - [`exec`]: the sandbox that runs an agent's command in one node's namespace.
+//! - [`hostcheck`]: what the host looks like, for the containment tests (snapshot and diff).
+//! - [`containment`]: the hostile corpus and the judge of the containment suite (tests).
 //! - [`preflight`]: what the machine must offer (root, FRRouting), asked in one place.
 //! - [`routing`]: the routing application: topology from a seed, fault catalogue, tasks, env.
 
 pub mod conntrack;
+pub mod containment;
 pub mod exec;
 pub mod frr;
+pub mod hostcheck;
 pub mod netns;
 pub mod network;
 pub mod pingmesh;
