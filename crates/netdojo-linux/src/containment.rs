@@ -20,7 +20,11 @@ use crate::hostcheck::{self, Change, Snapshot};
 ///
 /// TODO(issue 14): the lead removes this list (makes it empty) when the jail and the parser
 /// fixes land; from then on every escape fails the suite.
-pub const KNOWN_ESCAPES_ON_MAIN: &[(&str, &str, &str)] = &[];
+pub const KNOWN_ESCAPES_ON_MAIN: &[(&str, &str, &str)] = &[
+    // Issue 14 #4: vtysh appends every `-c` (the harness's reads too) to the one shared
+    // /root/.history_frr, after any line that reaches an FRR router.
+    ("*", "*", "/root/.history_frr"),
+];
 
 /// Which entry points a corpus line applies to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -227,6 +231,8 @@ pub struct Run {
     pub tally: BTreeMap<String, Tally>,
     pub escapes: Vec<Escape>,
     pub errored: Vec<String>,
+    /// Changes after any line that KNOWN_ESCAPES_ON_MAIN tolerates (`*` lines), by what changed.
+    pub tolerated: BTreeMap<String, usize>,
     started: Instant,
     /// Whether the host is checked after every line (else: after `judge_batch`).
     check_host: bool,
@@ -245,7 +251,7 @@ impl Run {
         let host = Snapshot::take(&watch);
         let victim = victims.iter().map(|ns| (ns.clone(), hostcheck::namespace_state(ns))).collect();
         Self {
-            entry: entry.to_string(),
+            entry: entry.trim_start_matches("containment: ").to_string(),
             vars,
             watch,
             victims,
@@ -255,6 +261,7 @@ impl Run {
             tally: BTreeMap::new(),
             escapes: Vec::new(),
             errored: Vec::new(),
+            tolerated: BTreeMap::new(),
             started: Instant::now(),
             check_host: true,
         }
@@ -278,6 +285,7 @@ impl Run {
     /// next line starts clean) and the baseline moves on.
     pub fn judge(&mut self, case: &Case, sent: &str, outcome: Outcome, own: Vec<String>) {
         let mut what = own;
+        let mut host_checked = Vec::new();
         let (refused, text) = match &outcome {
             Outcome::Refused(t) => (true, t.as_str()),
             Outcome::Ran { text, .. } => (false, text.as_str()),
@@ -290,7 +298,18 @@ impl Run {
             what.push(format!("leak in the answer: {leak}"));
         }
         if self.check_host {
-            what.extend(self.check());
+            host_checked = self.check();
+        }
+        // Known changes of today's main that follow any line (`*` in KNOWN_ESCAPES_ON_MAIN: the
+        // harness's own vtysh calls append to the shared history) are counted apart, so that
+        // the line's own verdict shows.
+        for w in host_checked {
+            match KNOWN_ESCAPES_ON_MAIN.iter().find(|(e, line, change)| {
+                *line == "*" && (*e == "*" || self.entry.starts_with(e)) && w.contains(change)
+            }) {
+                Some((_, _, change)) => *self.tolerated.entry(change.to_string()).or_default() += 1,
+                None => what.push(w),
+            }
         }
         if std::env::var_os("NETDOJO_CONTAINMENT_VERBOSE").is_some() {
             let kind = match &outcome {
@@ -518,12 +537,20 @@ impl Run {
         for e in &self.errored {
             let _ = writeln!(out, "ERRORED {e}");
         }
+        for (change, n) in &self.tolerated {
+            let _ = writeln!(
+                out,
+                "KNOWN ON MAIN, after {n} line(s): `{change}` changed (tolerated for any line)"
+            );
+        }
         out
     }
 
     /// Prints the report; panics on an escape not in [`KNOWN_ESCAPES_ON_MAIN`] or on an errored
     /// line that is not a known escape either.
     pub fn finish(&self) {
+        // A daemon that was told to log into /etc/frr kept writing until its episode closed.
+        self.restore(&[]);
         let report = self.report();
         eprintln!("{report}");
         let unknown = self.escapes.iter().filter(|e| !e.known).count();

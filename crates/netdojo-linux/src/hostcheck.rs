@@ -83,12 +83,38 @@ pub const IGNORED_PROCESSES: &[(&str, &str)] =
 /// Unset in CI, where nothing else runs.
 pub const IGNORE_ENV: &str = "NETDOJO_HOSTCHECK_IGNORE";
 
+/// `NETDOJO_HOSTCHECK_SHARED=1`: a development machine shared with other work, whose files
+/// come and go in /tmp under any name. There only the names an attack would leave are judged
+/// in /tmp: the corpus's (`ndj*`) and files not owned by root (FRR's daemons run as `frr`).
+/// Unset in CI, where every entry of /tmp counts.
+pub const SHARED_ENV: &str = "NETDOJO_HOSTCHECK_SHARED";
+
+fn shared_machine() -> bool {
+    std::env::var(SHARED_ENV).is_ok_and(|v| v == "1")
+}
+
 fn ignored_by_env(path: &str) -> bool {
     std::env::var(IGNORE_ENV).is_ok_and(|v| v.split(':').any(|p| !p.is_empty() && path.starts_with(p)))
 }
 
+/// Host files outside the trees an escaped command could write (digests).
+pub const HOST_FILES: &[&str] = &[
+    "/etc/hosts",
+    "/etc/hostname",
+    "/etc/passwd",
+    "/etc/shadow",
+    "/etc/sysctl.conf",
+    "/etc/ethers",
+    "/etc/nftables.conf",
+    "/etc/resolv.conf",
+];
+
 /// The file trees watched.
 pub const TREES: &[&str] = &["/tmp", "/etc/frr", "/root"];
+
+/// The working directory of agent commands (`exec` runs them in `/`): a relative file name
+/// (`ip monitor f NAME`) lands here. Its entries are watched, not below them.
+pub const WORKING_DIR: &str = "/";
 
 /// How deep a tree is walked: deep enough for a file an agent planted below a new directory.
 const TREE_DEPTH: usize = 4;
@@ -147,6 +173,14 @@ impl Snapshot {
         sysctls(Path::new("/proc/sys"), "", &mut entries);
         for tree in TREES {
             files(Path::new(tree), tree, "", 0, &mut entries);
+        }
+        files(Path::new(WORKING_DIR), "", "", TREE_DEPTH - 1, &mut entries);
+        for path in HOST_FILES {
+            let value = match std::fs::read(path) {
+                Ok(bytes) => format!("{} bytes, hash {}", bytes.len(), digest(&bytes)),
+                Err(e) => format!("unreadable: {}", e.kind()),
+            };
+            entries.insert(path.to_string(), value);
         }
         let watched = watch
             .iter()
@@ -251,8 +285,9 @@ const HOST_READS: &[(&str, &[&str])] = &[
     ("ip6tables-save", &[]),
 ];
 
-/// Runs a program of the host in the caller's namespace (the root one, for a test).
-fn host(program: &str, args: &[&str]) -> String {
+/// Runs a program of the host in the caller's namespace (the root one, for a test): its exit
+/// status and output, or why it could not run.
+pub fn host(program: &str, args: &[&str]) -> String {
     let found = crate::exec::BIN_DIRS.iter().map(|dir| Path::new(dir).join(program)).find(|p| p.exists());
     let Some(path) = found else {
         return format!("{program}: not installed");
@@ -422,6 +457,9 @@ fn files(dir: &Path, tree: &str, rel: &str, depth: usize, out: &mut BTreeMap<Str
         }
         let path = entry.path();
         let Ok(meta) = std::fs::symlink_metadata(&path) else { continue };
+        if tree == "/tmp" && shared_machine() && !sub.starts_with("ndj") && meta.uid() == 0 {
+            continue;
+        }
         let key = format!("{tree}/{sub}");
         if meta.is_dir() {
             out.insert(key, format!("directory, mode {:o}", meta.mode() & 0o7777));

@@ -114,10 +114,10 @@ async fn routing_exec_contains_the_hostile_corpus() {
         }
     }
     let now = score(&mut victim, &task).await;
-    if let Some(last) = cases.iter().rfind(|c| c.entries.contains(&Entry::Linux)) {
-        if now != victim_score {
-            run.attribute(last, "", vec![format!("victim pingmesh moved by the end: {now}")]);
-        }
+    if let Some(last) = cases.iter().rfind(|c| c.entries.contains(&Entry::Linux))
+        && now != victim_score
+    {
+        run.attribute(last, "", vec![format!("victim pingmesh moved by the end: {now}")]);
     }
     let _ = resident.kill();
     let _ = resident.wait();
