@@ -24,6 +24,41 @@ pub const KNOWN_ESCAPES_ON_MAIN: &[(&str, &str, &str)] = &[
     // Issue 14 #4: vtysh appends every `-c` (the harness's reads too) to the one shared
     // /root/.history_frr, after any line that reaches an FRR router.
     ("*", "*", "/root/.history_frr"),
+    // #1: iproute2's prefixes of `link-netns` (all but the full word are let through): a veth
+    // end planted in the victim's router. Routing exec, update-cfg linux, MCP Linux configure
+    // and file.push.
+    ("*", "ip link add ndjx0 link-netn {VICTIM_NS} type veth peer name ndjx1", "victim"),
+    ("*", "ip link add ndjx0 link-net {VICTIM_NS} type veth peer name ndjx1", "victim"),
+    ("*", "ip link add ndjx0 link-ne {VICTIM_NS} type veth peer name ndjx1", "victim"),
+    ("*", "ip link add ndjx0 link-n {VICTIM_NS} type veth peer name ndjx1", "victim"),
+    ("*", "ip link add ndjx0 link-net {VICTIM_NS} type veth peer name stolen0", "victim"),
+    // #2: FRR configuration that writes host files (update-cfg frr, MCP FRR configure + commit
+    // and file.push): /tmp, /etc/frr/frr.conf and /etc/frr/daemons (appended to, or truncated
+    // by a dump).
+    ("*", "log file /tmp/ndjx.log", "/tmp/ndjx.log"),
+    ("*", "log file /etc/frr/frr.conf", "/etc/frr/"),
+    ("*", "log file /etc/frr/daemons", "/etc/frr/"),
+    ("*", "log file /tmp/ndjx.log informational", "/tmp/ndjx.log"),
+    ("*", "lo file /tmp/ndjx.log", "/tmp/ndjx.log"),
+    ("*", "log filtered-file /tmp/ndjx.log", "/tmp/ndjx.log"),
+    ("*", "log file /tmp/ndjx.log{NEXT}no log file", "/tmp/ndjx.log"),
+    ("*", "router bgp 65001{NEXT}dump bgp all /tmp/ndjx-dump 1m", "/tmp/ndjx-dump"),
+    ("*", "router bgp 65001{NEXT}dump bgp updates /tmp/ndjx-dump 1m", "/tmp/ndjx-dump"),
+    ("*", "router bgp 65001{NEXT}dump bgp routes-mrt /tmp/ndjx-dump 1m", "/tmp/ndjx-dump"),
+    ("*", "router bgp 65001{NEXT}dump bgp all-et /tmp/ndjx-dump 1m", "/tmp/ndjx-dump"),
+    ("*", "router bgp 65001{NEXT}dump bgp updates-et /tmp/ndjx-dump 1m", "/tmp/ndjx-dump"),
+    ("*", "router bgp 65001{NEXT}dump bgp all /etc/frr/frr.conf", "/etc/frr/"),
+    ("*", "router bgp 65001{NEXT}du bgp all /tmp/ndjx-dump", "/tmp/ndjx-dump"),
+    // #4: `show history` (and its prefixes) reads the victim's hidden command back (execute-cmd
+    // frr, MCP FRR network.cli.exec).
+    ("*", "show history", "leak"),
+    ("*", "show hist", "leak"),
+    ("*", "show histor", "leak"),
+    ("*", "do show history", "leak"),
+    // #6: a NUL byte or a command over 128 KiB makes the vtysh spawn fail: an environment error
+    // (errored episode; MCP -32603) instead of a failed step.
+    ("*", "show {BIG:200}", "errored"),
+    ("*", "show version{NUL}", "errored"),
 ];
 
 /// Which entry points a corpus line applies to.
@@ -234,8 +269,23 @@ pub struct Run {
     /// Changes after any line that KNOWN_ESCAPES_ON_MAIN tolerates (`*` lines), by what changed.
     pub tolerated: BTreeMap<String, usize>,
     started: Instant,
-    /// Whether the host is checked after every line (else: after `judge_batch`).
+    /// Whether the host is checked after lines (else: only by `check_after`).
     check_host: bool,
+    judged: usize,
+    victim_named: bool,
+    last: Option<(Case, String)>,
+    /// Time spent in host and victim checks.
+    checking: std::time::Duration,
+}
+
+/// Lines between two host checks: `NETDOJO_CONTAINMENT_CHECK_EVERY` (default 1, every line); a
+/// change found after a batch is attributed to its last line and says so.
+pub fn check_every() -> usize {
+    std::env::var("NETDOJO_CONTAINMENT_CHECK_EVERY")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or(1)
 }
 
 impl Run {
@@ -264,6 +314,10 @@ impl Run {
             tolerated: BTreeMap::new(),
             started: Instant::now(),
             check_host: true,
+            judged: 0,
+            victim_named: false,
+            last: None,
+            checking: std::time::Duration::ZERO,
         }
     }
 
@@ -297,20 +351,18 @@ impl Run {
         if let Some(leak) = self.leak(sent, text) {
             what.push(format!("leak in the answer: {leak}"));
         }
-        if self.check_host {
+        self.judged += 1;
+        self.last = Some((case.clone(), sent.to_string()));
+        if self.check_host && self.judged.is_multiple_of(check_every()) {
+            let started = Instant::now();
             host_checked = self.check();
+            self.checking += started.elapsed();
         }
-        // Known changes of today's main that follow any line (`*` in KNOWN_ESCAPES_ON_MAIN: the
-        // harness's own vtysh calls append to the shared history) are counted apart, so that
-        // the line's own verdict shows.
-        for w in host_checked {
-            match KNOWN_ESCAPES_ON_MAIN.iter().find(|(e, line, change)| {
-                *line == "*" && (*e == "*" || self.entry.starts_with(e)) && w.contains(change)
-            }) {
-                Some((_, _, change)) => *self.tolerated.entry(change.to_string()).or_default() += 1,
-                None => what.push(w),
-            }
+        let rest = self.untolerated(host_checked);
+        if check_every() > 1 && !rest.is_empty() {
+            what.push(format!("(found after a batch of {} lines ending here)", check_every()));
         }
+        what.extend(rest);
         if std::env::var_os("NETDOJO_CONTAINMENT_VERBOSE").is_some() {
             let kind = match &outcome {
                 Outcome::Refused(_) => "refused",
@@ -324,10 +376,27 @@ impl Run {
         self.record(case, sent, refused, matches!(outcome, Outcome::Errored(_)), what);
     }
 
+    /// Known changes of today's main that follow any line (`*` in KNOWN_ESCAPES_ON_MAIN: the
+    /// harness's own vtysh calls append to the shared history) are counted apart, so that the
+    /// line's own verdict shows; the rest is returned.
+    fn untolerated(&mut self, changes: Vec<String>) -> Vec<String> {
+        let mut rest = Vec::new();
+        for w in changes {
+            match KNOWN_ESCAPES_ON_MAIN.iter().find(|(e, line, change)| {
+                *line == "*" && (*e == "*" || self.entry.starts_with(e)) && w.contains(change)
+            }) {
+                Some((_, _, change)) => *self.tolerated.entry(change.to_string()).or_default() += 1,
+                None => rest.push(w),
+            }
+        }
+        rest
+    }
+
     /// Checks the host and the victim now (after a batch, when per-line checks are off), and
     /// attributes a change to `case`, the last of the batch.
     pub fn check_after(&mut self, case: &Case, sent: &str) {
         let what = self.check();
+        let what = self.untolerated(what);
         if !what.is_empty() {
             self.attribute(case, sent, what);
         }
@@ -465,9 +534,12 @@ impl Run {
     }
 
     /// The victim's prefix, a password file or another task's hidden commands in an answer.
-    fn leak(&self, sent: &str, text: &str) -> Option<String> {
+    fn leak(&mut self, sent: &str, text: &str) -> Option<String> {
         let victim = format!("{}-", self.vars.victim_prefix);
-        if !self.vars.victim_prefix.is_empty() && text.contains(&victim) && !sent.contains(&victim) {
+        // Once the corpus named the victim, the attacker's own state may hold the name (a VRF
+        // bound to it): echoing it back is no leak.
+        self.victim_named |= sent.contains(&victim);
+        if !self.vars.victim_prefix.is_empty() && text.contains(&victim) && !self.victim_named {
             return Some(format!("names the victim's namespaces ({victim}...)"));
         }
         for secret in ["root:x:0:0", "root:*:", "root:$", "root:!"] {
@@ -484,9 +556,11 @@ impl Run {
     /// The per-category table, the escapes and the errored lines.
     pub fn report(&self) -> String {
         let mut out = format!(
-            "containment: {} ({:.1} s)\n{:<12} {:>6} {:>8} {:>10} {:>8} {:>6} {:>8} {:>8}\n",
+            "containment: {} ({:.1} s, of which host and victim checks {:.1} s, every {} line(s))\n{:<12} {:>6} {:>8} {:>10} {:>8} {:>6} {:>8} {:>8}\n",
             self.entry,
             self.started.elapsed().as_secs_f64(),
+            self.checking.as_secs_f64(),
+            check_every(),
             "category",
             "lines",
             "refused",
@@ -548,7 +622,18 @@ impl Run {
 
     /// Prints the report; panics on an escape not in [`KNOWN_ESCAPES_ON_MAIN`] or on an errored
     /// line that is not a known escape either.
-    pub fn finish(&self) {
+    pub fn finish(&mut self) {
+        // The lines after the last batch's check.
+        if self.check_host
+            && !self.judged.is_multiple_of(check_every())
+            && let Some((case, sent)) = self.last.clone()
+        {
+            let what = self.check();
+            let what = self.untolerated(what);
+            if !what.is_empty() {
+                self.attribute(&case, &sent, what);
+            }
+        }
         // A daemon that was told to log into /etc/frr kept writing until its episode closed.
         self.restore(&[]);
         let report = self.report();
@@ -624,7 +709,7 @@ pub const CANARY: &str = "203.0.113.77";
 
 fn is_known(entry: &str, case: &Case, what: &[String]) -> bool {
     !what.is_empty()
-        && what.iter().all(|w| {
+        && what.iter().filter(|w| !w.starts_with('(')).all(|w| {
             KNOWN_ESCAPES_ON_MAIN.iter().any(|(e, line, change)| {
                 (*e == "*" || entry.starts_with(e))
                     && (*line == "*" || *line == case.template)

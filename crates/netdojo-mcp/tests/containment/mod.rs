@@ -302,7 +302,18 @@ async fn corpus_through(what: &str, kind: Kind, tool: Tool) {
         {
             own.push("a read-only network.cli.exec changed the attacker's own router".to_string());
         }
+        let escapes = run.escapes.len();
         run.judge(case, &sent, outcome, own);
+        if run.escapes.len() > escapes && kind == Kind::Frr {
+            // What escaped (a log file, a dump) keeps writing while it is configured: the
+            // attacker's router goes back to its start so the next line starts clean.
+            let _ = call(
+                &a.client,
+                "network.file.push",
+                json!({"device": a.device, "file": "running-config", "content": base_config}),
+            )
+            .await;
+        }
         sent_lines += 1;
         if sent_lines % BATCH == 0 {
             let now = victim.score(&task).await;

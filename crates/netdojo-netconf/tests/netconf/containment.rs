@@ -71,6 +71,8 @@ struct Setup {
     run: Run,
     victim_score: String,
     cases: Vec<Case>,
+    /// The attacker's router's configuration before the attack.
+    base_config: String,
 }
 
 async fn setup(entry: &str) -> Setup {
@@ -111,7 +113,11 @@ async fn setup(entry: &str) -> Setup {
     let mut watch = all_ns(&victim);
     watch.extend(all_ns(&attacker));
     let run = Run::new(entry, vars, watch, all_ns(&victim));
-    Setup { task, victim, attacker, resident, run, victim_score, cases }
+    let base_config = match net(&attacker).frr("R1") {
+        Some(frr) => frr.running_config().await.expect("running config"),
+        None => String::new(),
+    };
+    Setup { task, victim, attacker, resident, run, victim_score, cases, base_config }
 }
 
 impl Setup {
@@ -170,7 +176,16 @@ async fn corpus_through(what: &str, entry: Entry, tool: &str, dialect: &str, rea
                 own.push(format!("a read-only {tool} changed the attacker's own router"));
             }
         }
+        let escapes = s.run.escapes.len();
         s.run.judge(case, &sent, outcome, own);
+        if s.run.escapes.len() > escapes
+            && dialect == "frr"
+            && let Some(frr) = net(&s.attacker).frr("R1")
+        {
+            // What escaped (a log file, a dump) keeps writing while it is configured: the
+            // attacker's router goes back to its start so the next line starts clean.
+            let _ = frr.reload(&s.base_config).await;
+        }
         sent_lines += 1;
         if sent_lines % BATCH == 0 {
             s.batch_check(case, &sent).await;
