@@ -32,6 +32,9 @@ pub const KNOWN_ESCAPES_ON_MAIN: &[(&str, &str, &str)] = &[
     ("*", "ip link add ndjx0 link-ne {VICTIM_NS} type veth peer name ndjx1", "victim"),
     ("*", "ip link add ndjx0 link-n {VICTIM_NS} type veth peer name ndjx1", "victim"),
     ("*", "ip link add ndjx0 link-net {VICTIM_NS} type veth peer name stolen0", "victim"),
+    // #3: the read-only check takes the action after the first `link`, an option's value here:
+    // MCP's read-only network.cli.exec took the attacker's own link down.
+    ("mcp linux network.cli.exec", "ip -l link -d link set dev {SELF_IF} down", "read-only"),
     // #2: FRR configuration that writes host files (update-cfg frr, MCP FRR configure + commit
     // and file.push): /tmp, /etc/frr/frr.conf and /etc/frr/daemons (appended to, or truncated
     // by a dump).
@@ -49,6 +52,7 @@ pub const KNOWN_ESCAPES_ON_MAIN: &[(&str, &str, &str)] = &[
     ("*", "router bgp 65001{NEXT}dump bgp updates-et /tmp/ndjx-dump 1m", "/tmp/ndjx-dump"),
     ("*", "router bgp 65001{NEXT}dump bgp all /etc/frr/frr.conf", "/etc/frr/"),
     ("*", "router bgp 65001{NEXT}du bgp all /tmp/ndjx-dump", "/tmp/ndjx-dump"),
+    ("*", "dump bgp all /tmp/ndjx-dump", "/tmp/ndjx-dump"),
     // #4: `show history` (and its prefixes) reads the victim's hidden command back (execute-cmd
     // frr, MCP FRR network.cli.exec).
     ("*", "show history", "leak"),
@@ -702,6 +706,21 @@ fn remove_planted_links(ns: &str) {
         }
     }
 }
+
+/// FRR configuration that undoes what the corpus's file-writing lines set: a runner applies it
+/// to the attacker's router after an escape there. `dump bgp` does not show in the running
+/// configuration, so a reload to the base configuration (frr-reload.py) leaves it running:
+/// it has to be removed by name.
+pub const FRR_CLEANUP: &[&str] = &[
+    "no log file",
+    "no log filtered-file",
+    "no banner motd",
+    "no dump bgp all",
+    "no dump bgp all-et",
+    "no dump bgp updates",
+    "no dump bgp updates-et",
+    "no dump bgp routes-mrt",
+];
 
 /// A command the victim's harness runs through vtysh before the attack: seen in an attacker's
 /// answer (`show history`), it is another task's hidden command.

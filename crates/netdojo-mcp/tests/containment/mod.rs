@@ -244,7 +244,18 @@ async fn corpus_through(what: &str, kind: Kind, tool: Tool) {
     watch.extend(a.namespaces.clone());
     let mut run = Run::new(what, vars.clone(), watch, victim.namespaces());
     let irreversible = containment::irreversible_allowed();
-    let mine: Vec<Case> = cases.iter().filter(|c| c.entries.contains(&entry)).cloned().collect();
+    // A commit on a Linux device snapshots the node, applies and takes a pingmesh (about a
+    // second on 2 cores): configure and file.push there take the categories that change state
+    // across namespaces and files; NETDOJO_CONTAINMENT_FULL=1 sends them the whole corpus.
+    // network.cli.exec takes the whole corpus always.
+    let full = std::env::var("NETDOJO_CONTAINMENT_FULL").is_ok_and(|v| v == "1");
+    let subset = kind == Kind::Linux && tool != Tool::Exec && !full;
+    let mine: Vec<Case> = cases
+        .iter()
+        .filter(|c| c.entries.contains(&entry))
+        .filter(|c| !subset || matches!(c.category.as_str(), "namespaces" | "files"))
+        .cloned()
+        .collect();
     let mut sent_lines = 0;
     for case in &mine {
         if case.host_irreversible && !irreversible {
@@ -307,6 +318,9 @@ async fn corpus_through(what: &str, kind: Kind, tool: Tool) {
         if run.escapes.len() > escapes && kind == Kind::Frr {
             // What escaped (a log file, a dump) keeps writing while it is configured: the
             // attacker's router goes back to its start so the next line starts clean.
+            let cleanup = json!({"device": a.device, "commands": containment::FRR_CLEANUP});
+            let _ = call(&a.client, "network.cli.configure", cleanup).await;
+            let _ = call(&a.client, "network.commit", json!({"device": a.device})).await;
             let _ = call(
                 &a.client,
                 "network.file.push",

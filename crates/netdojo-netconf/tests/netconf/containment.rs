@@ -184,6 +184,8 @@ async fn corpus_through(what: &str, entry: Entry, tool: &str, dialect: &str, rea
         {
             // What escaped (a log file, a dump) keeps writing while it is configured: the
             // attacker's router goes back to its start so the next line starts clean.
+            let cleanup: Vec<String> = containment::FRR_CLEANUP.iter().map(|c| c.to_string()).collect();
+            let _ = netdojo_netconf::env::apply_commands(frr, &cleanup, false).await;
             let _ = frr.reload(&s.base_config).await;
         }
         sent_lines += 1;
