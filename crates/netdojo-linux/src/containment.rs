@@ -32,6 +32,13 @@ pub const KNOWN_ESCAPES_ON_MAIN: &[(&str, &str, &str)] = &[
     ("*", "ip link add ndjx0 link-ne {VICTIM_NS} type veth peer name ndjx1", "victim"),
     ("*", "ip link add ndjx0 link-n {VICTIM_NS} type veth peer name ndjx1", "victim"),
     ("*", "ip link add ndjx0 link-net {VICTIM_NS} type veth peer name stolen0", "victim"),
+    // #2 over MCP configure + commit: once `log file` / `dump bgp` were committed, every later
+    // commit on the device writes /tmp/ndjx* or truncates /etc/frr/frr.conf again (neither the
+    // suite's `no dump bgp ...` + commit nor a file.push of the base configuration stops it),
+    // so on this entry point they follow every line after the first.
+    ("mcp frr network.cli.configure", "*", "/etc/frr/frr.conf"),
+    ("mcp frr network.cli.configure", "*", "/etc/frr/daemons"),
+    ("mcp frr network.cli.configure", "*", "/tmp/ndjx"),
     // #3: the read-only check takes the action after the first `link`, an option's value here:
     // MCP's read-only network.cli.exec took the attacker's own link down.
     ("mcp linux network.cli.exec", "ip -l link -d link set dev {SELF_IF} down", "read-only"),
