@@ -10,6 +10,8 @@
 //! - [`exec`]: the sandbox that runs an agent's command in one node's namespace, in the jail.
 //! - [`sysctl`]: which `net.*` sysctls are the namespace's own, asked of the kernel.
 //! - [`vty`]: what an agent may send to a router's vtysh (configuration lines, show commands).
+//! - [`hostcheck`]: what the host looks like, for the containment tests (snapshot and diff).
+//! - [`containment`]: the hostile corpus and the judge of the containment suite (tests).
 //! - [`preflight`]: what the machine must offer (root, FRRouting), asked in one place.
 //! - [`routing`]: the routing application: topology from a seed, fault catalogue, tasks, env.
 
@@ -17,8 +19,10 @@
 pub use netdojo_jail as jail;
 
 pub mod conntrack;
+pub mod containment;
 pub mod exec;
 pub mod frr;
+pub mod hostcheck;
 pub mod netns;
 pub mod network;
 pub mod pingmesh;

@@ -387,7 +387,15 @@ impl McpFactory {
         if !is_routing(task) {
             return Self::new(settings);
         }
-        let options = RoutingOptions::default();
+        Self::routing(RoutingOptions::default(), settings)
+    }
+
+    /// For routing tasks, with the sandbox's limits and the pingmesh's deadline of `options`
+    /// (needs root, like RoutingFactory, whose start-up sweep it runs).
+    pub fn routing(
+        options: RoutingOptions,
+        settings: Settings,
+    ) -> Result<(Self, watch::Receiver<Option<Live>>), EnvError> {
         RoutingFactory::new(options.clone())?;
         Ok(Self::with(settings, Backend::Routing(options)))
     }

@@ -6,6 +6,7 @@
 //! `agent`, an agent behind an MCP server (one test binary per crate: link time dominates on 2 cores).
 
 mod agent;
+mod containment;
 
 mod common {
     use std::collections::BTreeMap;

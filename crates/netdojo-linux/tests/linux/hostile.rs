@@ -5,16 +5,14 @@
 //!
 //! Needs root. Without it the tests print why and pass, unless `CI` is set: there they fail.
 
-use std::collections::BTreeMap;
-use std::collections::hash_map::DefaultHasher;
-use std::hash::{Hash, Hasher};
 use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use crate::common;
 
 use netdojo_linux::exec::{self, ExecError, Output, Policy, Refusal};
+use netdojo_linux::hostcheck::{self, Snapshot};
 use netdojo_linux::netns::{self, Episode};
 
 fn episode_with_node() -> (Episode, String) {
@@ -38,135 +36,27 @@ async fn contained(ns: &str, line: &str, policy: &Policy) -> Output {
     }
 }
 
-/// Runs a program of the host, in the root namespace (the test's own), for the snapshot.
+/// Runs a program of the host, in the root namespace (the test's own).
 fn host(program: &str, args: &[&str]) -> String {
-    let found = ["/usr/sbin", "/usr/bin", "/sbin", "/bin"]
-        .iter()
-        .map(|dir| Path::new(dir).join(program))
-        .find(|path| path.exists());
-    let Some(path) = found else {
-        return format!("{program}: not installed");
-    };
-    match std::process::Command::new(&path)
-        .args(args)
-        .env_clear()
-        .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
-        .env("LC_ALL", "C")
-        .output()
-    {
-        Ok(o) => format!(
-            "exit {:?}\n{}{}",
-            o.status.code(),
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        ),
-        Err(e) => format!("{program}: {e}"),
-    }
+    hostcheck::host(program, args)
 }
 
-/// Drops what changes by itself: address lifetimes, route expiry, packet counters, the
-/// timestamps of iptables-save, and the namespaces of netdojo episodes (concurrent test runs).
-fn normalize(text: &str) -> String {
-    let mut lines = Vec::new();
-    for line in text.lines() {
-        if line.starts_with('#') || line.starts_with(netns::PREFIX_STEM) {
-            continue;
-        }
-        let mut words = Vec::new();
-        let mut blank_next = false;
-        for word in line.split_whitespace() {
-            if blank_next {
-                words.push("*");
-                blank_next = false;
-                continue;
-            }
-            blank_next = matches!(word, "valid_lft" | "preferred_lft" | "expires" | "packets" | "bytes");
-            // iptables-save chain counters: `:INPUT ACCEPT [12:3456]`.
-            if word.starts_with('[') && word.ends_with(']') && word.contains(':') {
-                words.push("[*]");
-            } else {
-                words.push(word);
-            }
-        }
-        lines.push(words.join(" "));
-    }
-    lines.join("\n")
+/// What the root namespace and the host look like, as far as an escaped command could change it
+/// (the containment suite's snapshot).
+fn snapshot() -> Snapshot {
+    Snapshot::take(&[])
 }
 
-fn file_digest(path: &str) -> String {
-    match std::fs::read(path) {
-        Ok(bytes) => {
-            let mut h = DefaultHasher::new();
-            bytes.hash(&mut h);
-            format!("{} bytes, hash {:016x}", bytes.len(), h.finish())
-        }
-        Err(e) => format!("unreadable: {}", e.kind()),
-    }
-}
-
-/// What the root namespace and the host look like, as far as an escaped command could change it.
-fn snapshot() -> BTreeMap<String, String> {
-    let mut s = BTreeMap::new();
-    let commands: &[(&str, &[&str])] = &[
-        ("ip", &["-o", "link"]),
-        ("ip", &["-o", "addr"]),
-        ("ip", &["route", "show", "table", "all"]),
-        ("ip", &["-6", "route", "show", "table", "all"]),
-        ("ip", &["rule"]),
-        ("ip", &["-6", "rule"]),
-        ("tc", &["qdisc", "show"]),
-        ("hostname", &[]),
-        ("nft", &["list", "ruleset"]),
-        ("iptables-save", &[]),
-        ("ip6tables-save", &[]),
-    ];
-    for (program, args) in commands {
-        s.insert(format!("{program} {}", args.join(" ")), normalize(&host(program, args)));
-    }
-    // The namespaces, read from /run/netns rather than `ip netns list`, which prints errors
-    // for namespaces that concurrent runs are creating or deleting at that moment.
-    let mut names: Vec<String> = std::fs::read_dir(netns::NETNS_DIR)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| e.file_name().into_string().ok())
-        .filter(|name| !name.starts_with(netns::PREFIX_STEM))
-        .collect();
-    names.sort();
-    s.insert(netns::NETNS_DIR.to_string(), names.join(" "));
-    for key in [
-        "net/ipv4/ip_forward",
-        "net/ipv4/conf/all/forwarding",
-        "net/ipv6/conf/all/forwarding",
-        "net/ipv4/conf/all/rp_filter",
-        "kernel/hostname",
-        "kernel/core_pattern",
-        "kernel/modprobe",
-    ] {
-        let value =
-            std::fs::read_to_string(Path::new("/proc/sys").join(key)).unwrap_or_else(|e| e.to_string());
-        s.insert(format!("/proc/sys/{key}"), value);
-    }
-    for path in [
-        "/etc/hosts",
-        "/etc/hostname",
-        "/etc/passwd",
-        "/etc/shadow",
-        "/etc/sysctl.conf",
-        "/etc/ethers",
-        "/etc/nftables.conf",
-        "/etc/resolv.conf",
-    ] {
-        s.insert(path.to_string(), file_digest(path));
-    }
-    s
-}
-
-fn assert_same(before: &BTreeMap<String, String>, after: &BTreeMap<String, String>, when: &str) {
-    for (key, was) in before {
-        let now = after.get(key).map_or("<missing>", String::as_str);
-        assert_eq!(was, now, "root namespace / host changed: `{key}` {when}");
-    }
+/// The host as before; processes are left out here (tests of this binary that run beside this
+/// one start their own): the containment suite judges them, one run at a time.
+fn assert_same(before: &Snapshot, after: &Snapshot, when: &str) {
+    let changes: Vec<_> =
+        before.diff(after).into_iter().filter(|c| !c.what.starts_with("process ")).collect();
+    assert!(
+        changes.is_empty(),
+        "root namespace / host changed {when}:\n{}",
+        changes.iter().map(|c| c.to_string()).collect::<Vec<_>>().join("\n")
+    );
 }
 
 type Check = fn(&Refusal) -> bool;

@@ -2,6 +2,7 @@
 //! building and tearing down networks, the agent's sandbox, FRR routers, the routing faults.
 
 mod common;
+mod containment;
 mod frr;
 mod hostile;
 mod jail;

@@ -3,3 +3,4 @@
 //! netdojo-config.
 
 mod ani;
+mod containment;
