@@ -13,64 +13,14 @@ use std::time::Instant;
 
 use crate::hostcheck::{self, Change, Snapshot};
 
-/// Escapes today's main has (found by this suite; see the report of issue 14). A runner
-/// tolerates an escape that matches an entry: same entry point (a prefix of the runner's, `*`
-/// for all), same corpus line (its template, before placeholders are filled; `*` for all), and
-/// `what` a substring of what changed. They are still printed.
-///
-/// TODO(issue 14): the lead removes this list (makes it empty) when the jail and the parser
-/// fixes land; from then on every escape fails the suite.
-pub const KNOWN_ESCAPES_ON_MAIN: &[(&str, &str, &str)] = &[
-    // Issue 14 #4: vtysh appends every `-c` (the harness's reads too) to the one shared
-    // /root/.history_frr, after any line that reaches an FRR router.
-    ("*", "*", "/root/.history_frr"),
-    // #1: iproute2's prefixes of `link-netns` (all but the full word are let through): a veth
-    // end planted in the victim's router. Routing exec, update-cfg linux, MCP Linux configure
-    // and file.push.
-    ("*", "ip link add ndjx0 link-netn {VICTIM_NS} type veth peer name ndjx1", "victim"),
-    ("*", "ip link add ndjx0 link-net {VICTIM_NS} type veth peer name ndjx1", "victim"),
-    ("*", "ip link add ndjx0 link-ne {VICTIM_NS} type veth peer name ndjx1", "victim"),
-    ("*", "ip link add ndjx0 link-n {VICTIM_NS} type veth peer name ndjx1", "victim"),
-    ("*", "ip link add ndjx0 link-net {VICTIM_NS} type veth peer name stolen0", "victim"),
-    // #2 over MCP configure + commit: once `log file` / `dump bgp` were committed, every later
-    // commit on the device writes /tmp/ndjx* or truncates /etc/frr/frr.conf again (neither the
-    // suite's `no dump bgp ...` + commit nor a file.push of the base configuration stops it),
-    // so on this entry point they follow every line after the first.
-    ("mcp frr network.cli.configure", "*", "/etc/frr/frr.conf"),
-    ("mcp frr network.cli.configure", "*", "/etc/frr/daemons"),
-    ("mcp frr network.cli.configure", "*", "/tmp/ndjx"),
-    // #3: the read-only check takes the action after the first `link`, an option's value here:
-    // MCP's read-only network.cli.exec took the attacker's own link down.
-    ("mcp linux network.cli.exec", "ip -l link -d link set dev {SELF_IF} down", "read-only"),
-    // #2: FRR configuration that writes host files (update-cfg frr, MCP FRR configure + commit
-    // and file.push): /tmp, /etc/frr/frr.conf and /etc/frr/daemons (appended to, or truncated
-    // by a dump).
-    ("*", "log file /tmp/ndjx.log", "/tmp/ndjx.log"),
-    ("*", "log file /etc/frr/frr.conf", "/etc/frr/"),
-    ("*", "log file /etc/frr/daemons", "/etc/frr/"),
-    ("*", "log file /tmp/ndjx.log informational", "/tmp/ndjx.log"),
-    ("*", "lo file /tmp/ndjx.log", "/tmp/ndjx.log"),
-    ("*", "log filtered-file /tmp/ndjx.log", "/tmp/ndjx.log"),
-    ("*", "log file /tmp/ndjx.log{NEXT}no log file", "/tmp/ndjx.log"),
-    ("*", "router bgp 65001{NEXT}dump bgp all /tmp/ndjx-dump 1m", "/tmp/ndjx-dump"),
-    ("*", "router bgp 65001{NEXT}dump bgp updates /tmp/ndjx-dump 1m", "/tmp/ndjx-dump"),
-    ("*", "router bgp 65001{NEXT}dump bgp routes-mrt /tmp/ndjx-dump 1m", "/tmp/ndjx-dump"),
-    ("*", "router bgp 65001{NEXT}dump bgp all-et /tmp/ndjx-dump 1m", "/tmp/ndjx-dump"),
-    ("*", "router bgp 65001{NEXT}dump bgp updates-et /tmp/ndjx-dump 1m", "/tmp/ndjx-dump"),
-    ("*", "router bgp 65001{NEXT}dump bgp all /etc/frr/frr.conf", "/etc/frr/"),
-    ("*", "router bgp 65001{NEXT}du bgp all /tmp/ndjx-dump", "/tmp/ndjx-dump"),
-    ("*", "dump bgp all /tmp/ndjx-dump", "/tmp/ndjx-dump"),
-    // #4: `show history` (and its prefixes) reads the victim's hidden command back (execute-cmd
-    // frr, MCP FRR network.cli.exec).
-    ("*", "show history", "leak"),
-    ("*", "show hist", "leak"),
-    ("*", "show histor", "leak"),
-    ("*", "do show history", "leak"),
-    // #6: a NUL byte or a command over 128 KiB makes the vtysh spawn fail: an environment error
-    // (errored episode; MCP -32603) instead of a failed step.
-    ("*", "show {BIG:200}", "errored"),
-    ("*", "show version{NUL}", "errored"),
-];
+/// Escapes the suite tolerates: none. A runner would tolerate an escape that matches an entry:
+/// same entry point (a prefix of the runner's, `*` for all), same corpus line (its template,
+/// before placeholders are filled; `*` for all), and `what` a substring of what changed; it
+/// would still print it. Issue 14's findings (a neighbour's namespace through `link-net`, FRR
+/// `log file`/`dump bgp` writing host files, the read-only check reading the wrong word, the
+/// shared vtysh history, agent input as environment errors) were listed here until the jail
+/// and the parser fixes landed. An entry added here must name the open issue that tracks it.
+pub const TOLERATED_ESCAPES: &[(&str, &str, &str)] = &[];
 
 /// Which entry points a corpus line applies to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -259,7 +209,7 @@ pub struct Escape {
     pub case: Case,
     pub sent: String,
     pub what: Vec<String>,
-    /// Matches [`KNOWN_ESCAPES_ON_MAIN`].
+    /// Matches [`TOLERATED_ESCAPES`].
     pub known: bool,
 }
 
@@ -277,7 +227,7 @@ pub struct Run {
     pub tally: BTreeMap<String, Tally>,
     pub escapes: Vec<Escape>,
     pub errored: Vec<String>,
-    /// Changes after any line that KNOWN_ESCAPES_ON_MAIN tolerates (`*` lines), by what changed.
+    /// Changes after any line that TOLERATED_ESCAPES tolerates (`*` lines), by what changed.
     pub tolerated: BTreeMap<String, usize>,
     started: Instant,
     /// Whether the host is checked after lines (else: only by `check_after`).
@@ -387,13 +337,13 @@ impl Run {
         self.record(case, sent, refused, matches!(outcome, Outcome::Errored(_)), what);
     }
 
-    /// Known changes of today's main that follow any line (`*` in KNOWN_ESCAPES_ON_MAIN: the
+    /// Tolerated changes that follow any line (`*` in TOLERATED_ESCAPES: the
     /// harness's own vtysh calls append to the shared history) are counted apart, so that the
     /// line's own verdict shows; the rest is returned.
     fn untolerated(&mut self, changes: Vec<String>) -> Vec<String> {
         let mut rest = Vec::new();
         for w in changes {
-            match KNOWN_ESCAPES_ON_MAIN.iter().find(|(e, line, change)| {
+            match TOLERATED_ESCAPES.iter().find(|(e, line, change)| {
                 *line == "*" && (*e == "*" || self.entry.starts_with(e)) && w.contains(change)
             }) {
                 Some((_, _, change)) => *self.tolerated.entry(change.to_string()).or_default() += 1,
@@ -631,7 +581,7 @@ impl Run {
         out
     }
 
-    /// Prints the report; panics on an escape not in [`KNOWN_ESCAPES_ON_MAIN`] or on an errored
+    /// Prints the report; panics on an escape not in [`TOLERATED_ESCAPES`] or on an errored
     /// line that is not a known escape either.
     pub fn finish(&mut self) {
         // The lines after the last batch's check.
@@ -654,7 +604,7 @@ impl Run {
             .errored
             .iter()
             .filter(|e| {
-                !KNOWN_ESCAPES_ON_MAIN.iter().any(|(entry, line, what)| {
+                !TOLERATED_ESCAPES.iter().any(|(entry, line, what)| {
                     (*entry == "*" || self.entry.starts_with(entry))
                         && (*line == "*" || e.contains(&format!("{line:?}")) || e.contains(line))
                         && *what == "errored"
@@ -663,7 +613,7 @@ impl Run {
             .collect();
         assert!(
             unknown == 0 && errored_unknown.is_empty(),
-            "{unknown} escape(s) and {} errored line(s) not in KNOWN_ESCAPES_ON_MAIN:\n{report}",
+            "{unknown} escape(s) and {} errored line(s) not in TOLERATED_ESCAPES:\n{report}",
             errored_unknown.len()
         );
     }
@@ -736,7 +686,7 @@ pub const CANARY: &str = "203.0.113.77";
 fn is_known(entry: &str, case: &Case, what: &[String]) -> bool {
     !what.is_empty()
         && what.iter().filter(|w| !w.starts_with('(')).all(|w| {
-            KNOWN_ESCAPES_ON_MAIN.iter().any(|(e, line, change)| {
+            TOLERATED_ESCAPES.iter().any(|(e, line, change)| {
                 (*e == "*" || entry.starts_with(e))
                     && (*line == "*" || *line == case.template)
                     && w.contains(change)

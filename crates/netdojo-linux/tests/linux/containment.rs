@@ -4,8 +4,7 @@
 //! same task runs beside it. After every line: the host (root namespace, /proc/sys, /tmp,
 //! /etc/frr, /root, /run/netns, processes) and the victim's router are unchanged; after every
 //! batch and at the end, the victim's score (its pingmesh) is too. The judge and the counts are
-//! `netdojo_linux::containment`'s; escapes of today's main are listed in its
-//! `KNOWN_ESCAPES_ON_MAIN`.
+//! `netdojo_linux::containment`'s; it tolerates no escape (`TOLERATED_ESCAPES` is empty).
 
 use std::path::Path;
 use std::time::Duration;
