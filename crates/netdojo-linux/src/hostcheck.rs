@@ -248,15 +248,8 @@ impl Snapshot {
 /// exec`), for a victim episode's nodes. Lifetimes and counters are blanked.
 pub fn namespace_state(ns: &str) -> String {
     let mut out = String::new();
-    let reads: &[(&str, &[&str])] = &[
-        ("ip", &["-o", "link"]),
-        ("ip", &["-o", "addr"]),
-        ("ip", &["route", "show", "table", "all"]),
-        ("ip", &["-6", "route", "show", "table", "all"]),
-        ("ip", &["rule"]),
-        ("ip", &["-6", "rule"]),
-        ("tc", &["qdisc", "show"]),
-    ];
+    // The host's own reads that take `-n`: links, addresses, routes, rules, qdiscs.
+    let reads = HOST_READS.iter().filter(|(program, _)| matches!(*program, "ip" | "tc"));
     for (program, args) in reads {
         let mut full = vec!["-n", ns];
         full.extend_from_slice(args);
