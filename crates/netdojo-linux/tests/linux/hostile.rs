@@ -322,6 +322,8 @@ async fn time_limit_kills_the_command_and_keeps_what_it_printed() {
     if !common::root_or_skip("time_limit_kills_the_command_and_keeps_what_it_printed") {
         return;
     }
+    // Its `ip monitor` lives as long as the containment suite's check waits: one at a time.
+    let _one = netdojo_linux::containment::exclusive().await;
     let (_episode, ns) = episode_with_node();
     for timeout in [Duration::from_millis(300), Duration::from_nanos(1)] {
         let policy = Policy { timeout, ..Policy::default() };

@@ -38,6 +38,8 @@ async fn another_namespace_is_out_of_reach_by_name_pid_and_fd() {
     if !common::root_or_skip("the jail's namespace wall") {
         return;
     }
+    // The containment suite in this binary watches the test process\'s children.
+    let _one = netdojo_linux::containment::exclusive().await;
     let (_attacker, a) = episode(&["r0"]);
     let (_victim, v) = episode(&["r0"]);
     let (attacker, victim) = (&a[0], &v[0]);
@@ -76,6 +78,8 @@ async fn the_host_filesystem_is_absent_or_read_only() {
     if !common::root_or_skip("the jail's filesystem wall") {
         return;
     }
+    // The containment suite in this binary watches the test process\'s children.
+    let _one = netdojo_linux::containment::exclusive().await;
     let (_e, ns) = episode(&["r0"]);
     let marker = format!("/tmp/netdojo-jail-test-{}", std::process::id());
     // Written in the jail's own /tmp, which the host never sees.
@@ -106,6 +110,8 @@ async fn processes_cannot_be_created_and_privileges_are_few() {
     if !common::root_or_skip("the jail's process wall") {
         return;
     }
+    // The containment suite in this binary watches the test process\'s children.
+    let _one = netdojo_linux::containment::exclusive().await;
     let (_e, ns) = episode(&["r0"]);
     let out = unchecked(&ns[0], "sh -c /bin/true;/bin/true").await;
     assert!(out.text.contains("Cannot fork"), "{}", out.text);
@@ -133,6 +139,8 @@ async fn host_wide_sysctls_are_found_by_the_kernel_and_read_only_in_the_jail() {
     if !common::root_or_skip("the sysctl probe") {
         return;
     }
+    // The containment suite in this binary watches the test process\'s children.
+    let _one = netdojo_linux::containment::exclusive().await;
     let probed = sysctl::probe().expect("probe");
     eprintln!(
         "net.* sysctls: {} per namespace, {} host-wide ({}), {} unprobed",
@@ -183,6 +191,8 @@ async fn frr_daemons_write_no_host_file_and_vtysh_keeps_no_history() {
     if !common::frr_or_skip("FRR in the jail") {
         return;
     }
+    // The containment suite in this binary watches the test process\'s children.
+    let _one = netdojo_linux::containment::exclusive().await;
     let (_e, ns) = episode(&["r1"]);
     let daemons = ["bgpd".to_string()];
     let r1 = netdojo_linux::frr::Frr::start("r1", &ns[0], "r1", &daemons, None).await.expect("FRR starts");
