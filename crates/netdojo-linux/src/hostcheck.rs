@@ -129,8 +129,6 @@ struct Process {
     cmdline: String,
     /// `net:[4026531840]`
     netns: String,
-    /// A descendant of the process that took the snapshot (the test).
-    ours: bool,
 }
 
 /// The host as far as an agent's command could change it.
@@ -162,8 +160,7 @@ impl fmt::Display for Change {
 
 impl Snapshot {
     /// Reads the host. `watch` names network namespaces (episodes under test) whose new
-    /// processes count as escapes too, besides new processes descended from this one and new
-    /// orphans in the root namespace.
+    /// processes count as escapes, besides new orphans in the root namespace.
     pub fn take(watch: &[String]) -> Self {
         let mut entries = BTreeMap::new();
         for (program, args) in HOST_READS {
@@ -220,14 +217,9 @@ impl Snapshot {
                 && p.netns == self.host_netns
                 && !p.cmdline.is_empty()
                 && !IGNORED_PROCESSES.iter().any(|(prefix, _)| p.cmdline.starts_with(prefix));
-            if new && (p.ours || watched || orphan) {
-                let why = if watched {
-                    "in an episode's namespace"
-                } else if p.ours {
-                    "descended from the test, outlived its command"
-                } else {
-                    "an orphan in the root namespace"
-                };
+            if new && (watched || orphan) {
+                let why =
+                    if watched { "in an episode's namespace" } else { "an orphan in the root namespace" };
                 changes.push(Change {
                     what: format!("process {pid}"),
                     detail: format!("new, {why}: {} (parent {}, {})", p.cmdline, p.ppid, p.netns),
@@ -481,7 +473,7 @@ fn read_link(path: &str) -> String {
 }
 
 /// The process table: every process with its parent, start time, command line, network
-/// namespace, and whether it descends from this process.
+/// namespace.
 fn processes() -> BTreeMap<(i32, u64), Process> {
     let me = std::process::id() as i32;
     let mut raw: BTreeMap<i32, (i32, u64, String, String)> = BTreeMap::new();
@@ -499,24 +491,10 @@ fn processes() -> BTreeMap<(i32, u64), Process> {
         let netns = read_link(&format!("/proc/{pid}/ns/net"));
         raw.insert(pid, (ppid, start, cmdline, netns));
     }
-    let descends = |mut pid: i32| {
-        for _ in 0..64 {
-            if pid == me {
-                return true;
-            }
-            match raw.get(&pid) {
-                Some((ppid, ..)) if *ppid > 0 => pid = *ppid,
-                _ => return false,
-            }
-        }
-        false
-    };
     raw.iter()
         .filter(|(pid, _)| **pid != me)
         .map(|(&pid, (ppid, start, cmdline, netns))| {
-            let p =
-                Process { ppid: *ppid, cmdline: cmdline.clone(), netns: netns.clone(), ours: descends(pid) };
-            ((pid, *start), p)
+            ((pid, *start), Process { ppid: *ppid, cmdline: cmdline.clone(), netns: netns.clone() })
         })
         .collect()
 }
