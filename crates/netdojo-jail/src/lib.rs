@@ -186,6 +186,18 @@ impl Spec {
     }
 }
 
+/// The jail's own setup failure, told apart from the program's: exit status [`SETUP_EXIT`] and
+/// a last stderr line starting with [`SETUP_FAILED`]. `Some(message)` when the program never
+/// ran; callers report that as the environment's failure, never the agent's.
+pub fn setup_failure(status: Option<i32>, stderr: &[u8]) -> Option<String> {
+    if status != Some(SETUP_EXIT) {
+        return None;
+    }
+    let stderr = String::from_utf8_lossy(stderr);
+    let last = stderr.lines().rev().find(|l| !l.trim().is_empty())?;
+    last.strip_prefix(SETUP_FAILED).map(|why| why.trim().to_string())
+}
+
 /// The jail binary wasn't found.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error(

@@ -1018,24 +1018,43 @@ pub async fn run(ns_name: &str, command: &Command, policy: &Policy) -> Result<Ou
             // Bounded: a child stuck in the kernel must not stall the episode; kill_on_drop and
             // tokio's orphan reaping take over if it outlasts this.
             let _ = tokio::time::timeout(REAP_GRACE, child.wait()).await;
+            // The program is the PID namespace's first process, a child of the jail rather than
+            // of us: it may still be exiting when the jail has been reaped. Wait (bounded) until
+            // no member of the group is alive, so that nothing of a command outlives `run`. (Its
+            // zombie is the host init's to reap, which may take a second; a zombie runs nothing.)
+            if let Some(pgid) = pgid {
+                let deadline = tokio::time::Instant::now() + REAP_GRACE;
+                while group_alive(pgid) && tokio::time::Instant::now() < deadline {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+            }
             (None, true)
         }
     };
-    if status == Some(netdojo_jail::SETUP_EXIT)
-        && let Some(line) = String::from_utf8_lossy(&err.kept).lines().rev().find(|l| !l.trim().is_empty())
-        && let Some(why) = line.strip_prefix(netdojo_jail::SETUP_FAILED)
-    {
-        return Err(ExecError::Jail { command: describe(), message: why.trim().to_string() });
+    if let Some(message) = netdojo_jail::setup_failure(status, &err.kept) {
+        return Err(ExecError::Jail { command: describe(), message });
     }
     Ok(render(out, err, policy, status, timed_out))
+}
+
+/// Whether a process of group `pgid` is alive (a zombie is not): `/proc/PID/stat` holds
+/// `PID (COMM) STATE PPID PGRP ...`.
+fn group_alive(pgid: i32) -> bool {
+    let Ok(entries) = fs::read_dir("/proc") else { return false };
+    let pgid = pgid.to_string();
+    entries.flatten().any(|entry| {
+        let Ok(stat) = fs::read_to_string(entry.path().join("stat")) else { return false };
+        let Some((_, rest)) = stat.rsplit_once(')') else { return false };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        fields.first().is_some_and(|state| *state != "Z") && fields.get(2) == Some(&pgid.as_str())
+    })
 }
 
 /// The jail of an agent's command in `ns_name`: the node's namespace, nothing of the host
 /// writable, the host-wide `net.*` keys read-only, CPU time a second over the time limit.
 fn agent_jail(ns_name: &str, policy: &Policy) -> Result<netdojo_jail::Spec, ExecError> {
-    let sysctls = crate::sysctl::probe().map_err(ExecError::Sysctls)?;
-    let mut spec = netdojo_jail::Spec::new(netdojo_jail::Profile::Agent, crate::netns::ns_path(ns_name));
-    spec.host_wide_sysctls = sysctls.read_only_paths().map(str::to_string).collect();
+    let mut spec =
+        crate::sysctl::jail_spec(netdojo_jail::Profile::Agent, ns_name).map_err(ExecError::Sysctls)?;
     spec.cpu_seconds = policy.timeout.as_secs().saturating_add(1);
     Ok(spec)
 }

@@ -19,9 +19,7 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use tokio::process::Command;
 
-use netdojo_jail::{Profile, Spec};
-
-use crate::netns;
+use netdojo_jail::Profile;
 
 /// Where FRR's binaries live on Debian.
 pub const FRR_BIN: &str = "/usr/lib/frr";
@@ -309,8 +307,7 @@ impl Frr {
     ) -> Result<Command, FrrError> {
         let jail_err = |message: String| FrrError::Jail { router: self.router.clone(), message };
         let jail = netdojo_jail::binary().map_err(|e| jail_err(e.to_string()))?;
-        let sysctls = crate::sysctl::probe().map_err(jail_err)?;
-        let mut spec = Spec::new(profile, netns::ns_path(&self.ns));
+        let mut spec = crate::sysctl::jail_spec(profile, &self.ns).map_err(jail_err)?;
         spec.uts = Some(self.uts_path());
         let dirs = vec![self.dir.clone(), Path::new(FRR_STATE).join(&self.ns)];
         if profile == Profile::Daemon {
@@ -318,7 +315,6 @@ impl Frr {
         } else {
             spec.readable = dirs;
         }
-        spec.host_wide_sysctls = sysctls.read_only_paths().map(str::to_string).collect();
         spec.cpu_seconds = cpu_seconds;
         let mut cmd = Command::new(jail);
         cmd.args(spec.args(program, args.iter().map(|a| a.as_ref().to_os_string())))
@@ -359,17 +355,8 @@ impl Frr {
 
     /// The jail's own failure (exit 125 and its message last on stderr) is the environment's.
     fn check_jail(&self, out: &std::process::Output) -> Result<(), FrrError> {
-        if out.status.code() != Some(netdojo_jail::SETUP_EXIT) {
-            return Ok(());
-        }
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        match stderr
-            .lines()
-            .rev()
-            .find(|l| !l.trim().is_empty())
-            .and_then(|l| l.strip_prefix(netdojo_jail::SETUP_FAILED))
-        {
-            Some(why) => Err(FrrError::Jail { router: self.router.clone(), message: why.trim().to_string() }),
+        match netdojo_jail::setup_failure(out.status.code(), &out.stderr) {
+            Some(message) => Err(FrrError::Jail { router: self.router.clone(), message }),
             None => Ok(()),
         }
     }

@@ -49,6 +49,15 @@ pub fn probe() -> Result<&'static Sysctls, String> {
         .map_err(Clone::clone)
 }
 
+/// The jail of a program in node `ns_name` under `profile`, with every key not proven per
+/// namespace read-only ([`Sysctls::read_only_paths`]): what every caller of the jail starts from.
+pub fn jail_spec(profile: netdojo_jail::Profile, ns_name: &str) -> Result<netdojo_jail::Spec, String> {
+    let known = probe()?;
+    let mut spec = netdojo_jail::Spec::new(profile, crate::netns::ns_path(ns_name));
+    spec.host_wide_sysctls = known.read_only_paths().map(str::to_string).collect();
+    Ok(spec)
+}
+
 /// The path under `/proc/sys` of a key as sysctl(8) takes it: dots separate words unless the
 /// key has a slash, and then slashes do (`net/ipv4/conf/eth0.100/rp_filter`).
 pub fn key_path(key: &str) -> Vec<String> {
