@@ -56,13 +56,8 @@ fn main() -> ExitCode {
             return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
         }
     };
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("NETDOJO_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(QUIET_BY_DEFAULT)),
-        )
-        .init();
+    // Every log line redacted, rmcp's request logs off (`cargo xtask mcp serve`: §8).
+    netdojo::mcp::redact::init_logging("NETDOJO_LOG", QUIET_BY_DEFAULT);
     if matches!(cli.command, Command::Eval(_) | Command::Bench(_) | Command::Mcp(_))
         && let Err(e) = ensure_jail()
     {

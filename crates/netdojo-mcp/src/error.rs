@@ -98,10 +98,14 @@ impl NetError {
 
 impl From<NetError> for ErrorData {
     fn from(e: NetError) -> Self {
+        // An error goes to whoever called, of either role, and into clients' logs: the
+        // commands and device answers it quotes are redacted (§8).
         let data = match &e {
-            NetError::ConfigIncompatible { details, .. } => json!({"name": e.name(), "details": details}),
+            NetError::ConfigIncompatible { details, .. } => {
+                json!({"name": e.name(), "details": crate::redact::redact_json(details)})
+            }
             _ => json!({"name": e.name()}),
         };
-        ErrorData::new(ErrorCode(e.code()), e.to_string(), Some(data))
+        ErrorData::new(ErrorCode(e.code()), crate::redact::redact(&e.to_string()), Some(data))
     }
 }

@@ -550,16 +550,23 @@ impl NetworkServer {
         Ok(out)
     }
 
+    /// What `role` may see of `text`: read-only clients never see a secret; an operator
+    /// configures secrets, and reads back what it set (docs/mcp.md, "Secrets").
     fn secrets(role: Role, text: String) -> String {
         if role == Role::ReadOnly { redact(&text) } else { text }
+    }
+
+    fn secrets_json(role: Role, v: Value) -> Value {
+        if role == Role::ReadOnly { redact_json(&v) } else { v }
     }
 
     async fn read(&self, role: Role, uri: &str) -> Result<ReadResourceResult, ErrorData> {
         let live = self.live().await?;
         let (name, path, query) = self.parse_uri(uri, &live.devices)?;
         let device = live.devices.get(&name).map_err(ErrorData::from)?;
-        let json_contents =
-            |v: &Value, mime: &str| ResourceContents::text(v.to_string(), uri).with_mime_type(mime);
+        let json_contents = |v: &Value, mime: &str| {
+            ResourceContents::text(Self::secrets_json(role, v.clone()).to_string(), uri).with_mime_type(mime)
+        };
         let contents = match path {
             "interfaces" => {
                 let data = device.interfaces_doc().await.map_err(ErrorData::from)?;
@@ -651,9 +658,8 @@ impl NetworkServer {
             return Err(err.into());
         }
         let data = obs.data.clone().unwrap_or(Value::Null);
-        let text = if role == Role::ReadOnly { redact(&obs.content) } else { obs.content.clone() };
-        let data = if role == Role::ReadOnly { redact_json(&data) } else { data };
-        Ok(structured(text, data, !obs.ok))
+        let text = Self::secrets(role, obs.content.clone());
+        Ok(structured(text, Self::secrets_json(role, data), !obs.ok))
     }
 }
 
@@ -817,7 +823,8 @@ impl ServerHandler for NetworkServer {
             (Some(live), Some(d)) => live.devices.get(&d).map_or(Flavor::Frr, |d| d.flavor()),
             _ => Flavor::Frr,
         };
-        let text = prompt_text(&request.name, &args, flavor)?;
+        // A prompt quotes its arguments: no secret goes back in one.
+        let text = redact(&prompt_text(&request.name, &args, flavor)?);
         Ok(GetPromptResult::new(vec![PromptMessage::new_text(MsgRole::User, text)]).into())
     }
 }

@@ -92,13 +92,8 @@ struct ServeArgs {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("NETDOJO_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .init();
+    // Every log line redacted, rmcp's request logs off (§8).
+    netdojo_mcp::redact::init_logging("NETDOJO_LOG", "warn");
     let result = match cli.command {
         Command::Serve(args) => run(args),
         Command::ServeAgent(args) => serve_agent(args),
@@ -177,8 +172,18 @@ fn run(args: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
     let finished = runtime.block_on(async {
         let stop = CancellationToken::new();
         let on_signal = stop.clone();
+        // Ctrl-C, or SIGTERM: what an MCP client sends a stdio server that has not exited after
+        // it closed stdin (the transport spec's shutdown), and what service managers send.
+        let mut term =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).map_err(|source| {
+                netdojo_mcp::serve::ServeError::Io { what: "SIGTERM handler".into(), source }
+            })?;
         tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
+            let signal = tokio::select! {
+                r = tokio::signal::ctrl_c() => r.is_ok(),
+                s = term.recv() => s.is_some(),
+            };
+            if signal {
                 eprintln!("stopping: the episode is evaluated as it stands");
                 on_signal.cancel();
             }
