@@ -52,9 +52,32 @@ impl Default for Settings {
 /// The daemons whose YANG modules a device advertises, and which daemon serves a module.
 const YANG_DAEMONS: [&str; 5] = ["zebra", "staticd", "ripd", "ospfd", "bgpd"];
 
-/// The daemon that answers for a YANG path, by its module prefix.
+/// The daemon that answers for a YANG path (or a module name), by its modules: the first
+/// step's, unless a later step is a protocol daemon's augment
+/// (`/frr-interface:lib/interface[name='eth0']/frr-ripd:rip` is ripd's).
 pub fn daemon_of(path: &str) -> Option<&'static str> {
-    let module = path.trim_start_matches('/').split([':', '/']).next()?;
+    // The steps' module prefixes, predicates (which may hold `:` and `/`) left out.
+    let mut depth = 0usize;
+    let unpredicated: String = path
+        .chars()
+        .filter(|c| {
+            match c {
+                '[' => depth += 1,
+                ']' => depth = depth.saturating_sub(1),
+                _ => return depth == 0,
+            }
+            false
+        })
+        .collect();
+    let mut modules = unpredicated
+        .trim_start_matches('/')
+        .split('/')
+        .filter_map(|step| step.split_once(':').map(|(m, _)| m));
+    let first = module_daemon(modules.next().unwrap_or(unpredicated.trim_start_matches('/')))?;
+    Some(modules.filter_map(module_daemon).rfind(|d| *d != "zebra").unwrap_or(first))
+}
+
+fn module_daemon(module: &str) -> Option<&'static str> {
     Some(match module {
         "frr-interface"
         | "frr-zebra"
@@ -316,7 +339,9 @@ impl FrrDevice {
             // ` frr-interface   1.1   2020-02-05   I   http://...`: implemented modules only.
             for line in out.stdout.lines() {
                 let words: Vec<&str> = line.split_whitespace().collect();
-                if words.len() >= 4 && words.contains(&"I") && words[0].contains('-') {
+                // Advertised only where network.yang.get can read it: a module a daemon
+                // lists but none serves by its prefix (ietf-yang-schema-mount, ...) is not.
+                if words.len() >= 4 && words.contains(&"I") && daemon_of(words[0]).is_some() {
                     modules.insert(words[0].to_string());
                 }
             }
@@ -748,8 +773,14 @@ impl FrrDevice {
         if text.is_empty() {
             return Ok(json!({}));
         }
-        serde_json::from_str(text)
-            .map_err(|_| NetError::InvalidParams(format!("device {}: {}", self.name, out.text().trim())))
+        let data: Value = serde_json::from_str(text)
+            .map_err(|_| NetError::InvalidParams(format!("device {}: {}", self.name, out.text().trim())))?;
+        // FRR answers `running` with the daemon's whole configuration: the path selects in it,
+        // as FRR itself does for `operational`.
+        if datastore == "running" {
+            return crate::yang_path::select(&data, path);
+        }
+        Ok(data)
     }
 
     /// The IPv4 route table (`show ip route json`), as routes in prefix order.
@@ -1138,5 +1169,9 @@ mod tests {
         assert_eq!(daemon_of("/frr-interface:lib/interface[name='eth0']"), Some("zebra"));
         assert_eq!(daemon_of("/frr-ripd:ripd"), Some("ripd"));
         assert_eq!(daemon_of("/ietf-interfaces:interfaces"), None);
+        assert_eq!(daemon_of("frr-ripd"), Some("ripd"));
+        assert_eq!(daemon_of("ietf-yang-schema-mount"), None);
+        assert_eq!(daemon_of("/frr-interface:lib/interface[name='eth0']/frr-ripd:rip"), Some("ripd"));
+        assert_eq!(daemon_of("/frr-interface:lib/interface[name='a:b/c']/state"), Some("zebra"));
     }
 }

@@ -20,7 +20,8 @@
 //! - [`auth`]: bearer tokens of HTTP clients and the role each gives (§8).
 //! - [`agent`]: an agent behind an MCP server (the `netdojo.agent` protocol) as a netdojo
 //!   `Agent`; [`agent_server`]: any netdojo agent served over that protocol.
-//! - [`error`]: the error codes of §7; [`redact`]: secrets out of logs (§8).
+//! - [`error`]: the error codes of §7; [`redact`]: secrets out of what the server sends and
+//!   logs (§8); [`yang_path`]: the subtree a YANG path selects.
 
 pub mod agent;
 pub mod agent_server;
@@ -38,6 +39,7 @@ pub mod serve;
 pub mod server;
 pub mod tools;
 pub mod transport;
+pub mod yang_path;
 
 pub use device::{Device, Devices, Flavor, FrrDevice, Kinds, Settings};
 pub use episode::{Episode, EpisodeLink, Finished, Live};

@@ -323,9 +323,47 @@ fn secs(args: &Value, key: &str) -> Option<Duration> {
     args.get(key).and_then(Value::as_f64).filter(|s| s.is_finite() && *s > 0.0).map(Duration::from_secs_f64)
 }
 
+/// The longest line a tool takes (a command, a line of a file, a YANG path): FRR's vty
+/// buffer, longer than any CLI's line (IOS's is 254 characters).
+const MAX_LINE: usize = netdojo_linux::vty::MAX_LINE;
+/// The largest file `network.file.push` takes.
+const MAX_FILE: usize = 4 << 20;
+
+/// Arguments no device could take are the client's invalid input (-32602), refused before a
+/// device sees them, the error naming the argument and its size, not quoting it.
+fn check_sizes(args: &Value) -> Result<(), NetError> {
+    let too_long = |what: String, len: usize, limit: usize| {
+        NetError::InvalidParams(format!("`{what}` is {len} bytes long; the limit is {limit} bytes"))
+    };
+    for key in ["command", "path", "file", "device", "comment"] {
+        if let Some(s) = args.get(key).and_then(Value::as_str)
+            && s.len() > MAX_LINE
+        {
+            return Err(too_long(key.to_string(), s.len(), MAX_LINE));
+        }
+    }
+    if let Some(commands) = args.get("commands").and_then(Value::as_array) {
+        for (i, c) in commands.iter().enumerate() {
+            if let Some(c) = c.as_str().filter(|c| c.len() > MAX_LINE) {
+                return Err(too_long(format!("commands[{i}]"), c.len(), MAX_LINE));
+            }
+        }
+    }
+    if let Some(content) = args.get("content").and_then(Value::as_str) {
+        if content.len() > MAX_FILE {
+            return Err(too_long("content".into(), content.len(), MAX_FILE));
+        }
+        if let Some((n, line)) = content.lines().enumerate().find(|(_, l)| l.len() > MAX_LINE) {
+            return Err(too_long(format!("content, line {}", n + 1), line.len(), MAX_LINE));
+        }
+    }
+    Ok(())
+}
+
 /// Runs one network tool on `devices`. `args` carries `device`. The answer is JSON; show
 /// command output and files are in its `output` / `content` string.
 pub async fn dispatch(devices: &Devices, tool: &str, args: &Value) -> Result<Value, NetError> {
+    check_sizes(args)?;
     let device = devices.get(str_arg(args, "device")?)?;
     match tool {
         EXEC => {
@@ -341,6 +379,7 @@ pub async fn dispatch(devices: &Devices, tool: &str, args: &Value) -> Result<Val
                 .map(|c| c.as_str().map(str::to_string))
                 .collect::<Option<_>>()
                 .ok_or_else(|| NetError::InvalidParams("`commands` holds strings only".into()))?;
+            refuse_placeholder(&commands.join("\n"))?;
             let running = args.get("target").and_then(Value::as_str) == Some("running");
             let results = device.configure(&commands, running).await?;
             let ok = results.iter().all(|r| r.status == "success");
@@ -374,8 +413,25 @@ pub async fn dispatch(devices: &Devices, tool: &str, args: &Value) -> Result<Val
             let file = str_arg(args, "file")?;
             Ok(json!({"device": device.name(), "file": file, "content": device.pull(file).await?}))
         }
-        PUSH => device.push(str_arg(args, "file")?, str_arg(args, "content")?).await,
+        PUSH => {
+            let content = str_arg(args, "content")?;
+            refuse_placeholder(content)?;
+            device.push(str_arg(args, "file")?, content).await
+        }
         other => Err(NetError::InvalidParams(format!("unknown tool `{other}`"))),
+    }
+}
+
+/// Configuration whose secret is the placeholder a redacted read shows: sent back, it would
+/// set the password to `<redacted>`.
+fn refuse_placeholder(text: &str) -> Result<(), NetError> {
+    match crate::redact::placeholder_secret(text) {
+        Some(line) => Err(NetError::InvalidParams(format!(
+            "`{}`: `{}` stands where a secret was redacted; send the secret itself",
+            line.trim(),
+            crate::redact::REDACTED
+        ))),
+        None => Ok(()),
     }
 }
 

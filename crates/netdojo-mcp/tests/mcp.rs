@@ -736,6 +736,59 @@ mod errors {
         http.finish().await;
     }
 
+    /// An argument far longer than any device line (2 MiB on HTTP, 10 MiB on stdio) is the
+    /// client's invalid input (-32602), in every tool that takes text; the session goes on.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn an_argument_too_long_for_the_device_is_invalid_params() {
+        if !ready("huge arguments") {
+            return;
+        }
+        // HTTP bodies stop at 4 MiB (413, before JSON-RPC); stdio lines have no such limit.
+        let big = format!("show ip route {}", "1".repeat(2 << 20));
+        let huge = format!("show ip route {}", "1".repeat(10 << 20));
+        let calls = |huge: &str| {
+            vec![
+                ("network.cli.exec", json!({"command": huge})),
+                ("network.cli.configure", json!({"commands": [huge]})),
+                ("network.cli.configure", json!({"commands": [huge], "target": "running"})),
+                ("network.file.push", json!({"file": "candidate-config", "content": huge})),
+                ("network.file.push", json!({"file": "running-config", "content": huge})),
+                ("network.yang.get", json!({"path": format!("/frr-interface:lib/{huge}")})),
+            ]
+        };
+        let http = http(task("static-route"), Settings::default(), Role::Operator).await;
+        let client = client(&http.url("/mcp/R1")).await;
+        for (tool, args) in calls(&big) {
+            let (c, message) = code(&client, tool, args).await;
+            assert_eq!(c, -32602, "{tool}: {}", &message[..message.len().min(300)]);
+            assert!(message.len() < 4096, "{tool}: the error quotes the whole argument");
+        }
+        ok(&client, "network.cli.exec", json!({"command": "show ip route"})).await;
+        http.episode.stop();
+        http.finish().await;
+
+        let mut stdio = Stdio::start("static-route", &["--device", "R1"]);
+        stdio
+            .request(
+                "initialize",
+                json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}),
+            )
+            .await;
+        stdio.notify("notifications/initialized").await;
+        for (tool, args) in calls(&huge) {
+            let v = stdio.request("tools/call", json!({"name": tool, "arguments": args})).await;
+            assert_eq!(
+                v["error"]["code"],
+                -32602,
+                "{tool}: {}",
+                &v.to_string()[..v.to_string().len().min(300)]
+            );
+        }
+        stdio.tool("network.cli.exec", json!({"command": "show ip route"})).await;
+        stdio.tool("done", json!({})).await;
+        stdio.wait().await;
+    }
+
     /// The PID of `device`'s zebra (from the pid file FRR writes in netdojo's run directory).
     async fn zebra_pid(http: &Http, device: &str) -> i32 {
         let live = http.episode.link.live().await.expect("live");
@@ -1029,6 +1082,412 @@ mod tokens {
                 out.push(path);
             }
         }
+        out
+    }
+}
+
+mod yang {
+    use super::common::*;
+    use netdojo_mcp::{Role, Settings};
+    use serde_json::{Value, json};
+
+    /// Only modules `network.yang.get` serves are advertised, and on `running` the path selects
+    /// (FRR answers with the daemon's whole configuration).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn every_advertised_module_is_served_and_running_honours_its_path() {
+        if !ready("YANG reads") {
+            return;
+        }
+        let http = http(task("static-route"), Settings::default(), Role::Operator).await;
+        let init = raw_initialize(&http.url("/mcp/R1")).await;
+        let modules: Vec<String> = init["result"]["capabilities"]["network"]["yangModules"]
+            .as_array()
+            .expect("yangModules")
+            .iter()
+            .filter_map(|m| m.as_str().map(str::to_string))
+            .collect();
+        assert!(
+            modules.iter().any(|m| m == "frr-interface") && modules.iter().any(|m| m == "frr-ripd"),
+            "{modules:?}"
+        );
+        assert!(!modules.iter().any(|m| m.starts_with("ietf-yang")), "{modules:?}");
+        let client = client(&http.url("/mcp/R1")).await;
+        for m in &modules {
+            // A node the module does not have: nothing, but no `no daemon serves` refusal.
+            let r = ok(
+                &client,
+                "network.yang.get",
+                json!({"datastore": "running", "path": format!("/{m}:none")}),
+            )
+            .await;
+            assert_eq!(r["data"], json!({}), "{m}: {r}");
+        }
+        ok(&client, "network.cli.configure", json!({"commands": ["interface lo", " ip rip authentication mode md5", "router rip", " network 10.0.12.0/30"]})).await;
+        ok(&client, "network.commit", json!({})).await;
+        let get = async |path: &str| -> Value {
+            ok(&client, "network.yang.get", json!({"datastore": "running", "path": path})).await["data"]
+                .clone()
+        };
+        let lib = get("/frr-interface:lib").await;
+        assert_eq!(
+            lib.as_object().map(|o| o.keys().cloned().collect::<Vec<_>>()),
+            Some(vec!["frr-interface:lib".to_string()]),
+            "{lib}"
+        );
+        let eth0 = get("/frr-interface:lib/interface[name='eth0']").await;
+        assert_eq!(eth0["frr-interface:lib"]["interface"].as_array().map(Vec::len), Some(1), "{eth0}");
+        assert_eq!(eth0["frr-interface:lib"]["interface"][0]["name"], "eth0", "{eth0}");
+        // ripd's augment of the interface, from ripd; and ripd's own tree without the interfaces.
+        let rip = get("/frr-interface:lib/interface[name='lo']/frr-ripd:rip").await;
+        let lo = &rip["frr-interface:lib"]["interface"];
+        assert!(lo.as_array().is_some_and(|a| a.len() == 1) && lo[0]["name"] == "lo", "{rip}");
+        assert!(lo[0]["frr-ripd:rip"].is_object(), "{rip}");
+        let ripd = get("/frr-ripd:ripd").await;
+        assert!(
+            ripd["frr-ripd:ripd"]["instance"].is_array() && ripd.get("frr-interface:lib").is_none(),
+            "{ripd}"
+        );
+        let none = get("/frr-ripd:ripd/instance[vrf='nowhere']").await;
+        assert_eq!(none, json!({}));
+        http.episode.stop();
+        http.finish().await;
+    }
+}
+
+/// Secrets (draft 002 §8) on every path out of the server, for every secret-bearing line of
+/// testdata/redaction/corpus.txt: an operator configures them, a read-only client reads them
+/// back through tools, resources, YANG, prompts and notifications, and the server's own log at
+/// trace level holds none of them.
+#[allow(deprecated)] // rmcp marks subscribe and MCP logging deprecated for an unreleased protocol
+mod redaction {
+    use super::common::*;
+    use netdojo_mcp::redact::{REDACTED, corpus};
+    use rmcp::ServiceExt;
+    use rmcp::model::{GetPromptRequestParams, ReadResourceRequestParams, SubscribeRequestParams};
+    use serde_json::{Value, json};
+    use tokio::io::AsyncBufReadExt;
+
+    const OPERATOR: &str = "op-9d1e2c3b4a5f60718293a4b5c6d7e8f9";
+    const READER: &str = "ro-1a2b3c4d5e6f708192a3b4c5d6e7f809";
+
+    fn entries() -> Vec<corpus::Entry> {
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/redaction/corpus.txt");
+        corpus::parse(&std::fs::read_to_string(path).expect("the corpus"))
+    }
+
+    /// The corpus's secrets `text` holds (none, for a path that passes).
+    fn leaks<'a>(entries: &'a [corpus::Entry], text: &str) -> Vec<&'a str> {
+        entries
+            .iter()
+            .flat_map(|e| &e.secrets)
+            .filter(|s| text.contains(s.as_str()))
+            .map(String::as_str)
+            .collect()
+    }
+
+    /// The server's stderr, collected; the URL it listens on, when it says.
+    fn collect_stderr(
+        child: &mut tokio::process::Child,
+    ) -> (std::sync::Arc<std::sync::Mutex<String>>, tokio::sync::mpsc::UnboundedReceiver<String>) {
+        let mut stderr = tokio::io::BufReader::new(child.stderr.take().expect("stderr")).lines();
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+        let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let collected = log.clone();
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = stderr.next_line().await {
+                if let Some(url) = line.split("listening on ").nth(1) {
+                    let _ = tx.send(url.split_whitespace().next().unwrap_or_default().to_string());
+                }
+                collected.lock().expect("log").push_str(&(line + "\n"));
+            }
+        });
+        (log, rx)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn an_operators_secrets_reach_no_read_only_client_and_no_log_on_http() {
+        if !ready("redaction on HTTP") {
+            return;
+        }
+        let entries = entries();
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("tokens.yaml");
+        std::fs::write(&file, format!("{OPERATOR}: operator\n{READER}: read-only\n")).expect("write");
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        }
+        let run = dir.path().join("run");
+        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_netdojo-mcp"))
+            .args(["serve", "--task", "static-route", "--http", "0", "--suite"])
+            .arg(suite())
+            .arg("--tokens")
+            .arg(&file)
+            .arg("--out")
+            .arg(&run)
+            .env("NETDOJO_LOG", "trace")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("netdojo-mcp starts");
+        let (log, mut url) = collect_stderr(&mut child);
+        let base = tokio::time::timeout(std::time::Duration::from_secs(120), url.recv())
+            .await
+            .expect("the server listens within 120 s")
+            .expect("a URL");
+        let url = format!("{base}/R1");
+        let operator = client_with_token(&url, OPERATOR).await;
+        netdojo_mcp::client::install_crypto_provider();
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let config = rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
+            url.clone(),
+        )
+        .auth_header(READER.to_string());
+        let reader = Listener(tx)
+            .serve(rmcp::transport::StreamableHttpClientTransport::from_config(config))
+            .await
+            .expect("the reader connects");
+        for uri in ["network:///file/running-config", "network:///file/candidate-config"] {
+            reader.subscribe(SubscribeRequestParams::new(uri)).await.expect("subscribe");
+        }
+        reader
+            .set_level(rmcp::model::SetLevelRequestParams::new(rmcp::model::LoggingLevel::Debug))
+            .await
+            .expect("logging/setLevel");
+
+        // The operator stages every line: FRR's are accepted, the other dialects' refused line
+        // by line (the refusals quote them).
+        let mut refused = 0;
+        for e in &entries {
+            let commands: Vec<&str> = e.clear.lines().collect();
+            let staged = call(&operator, "network.cli.configure", json!({"commands": commands}))
+                .await
+                .expect("refused commands are a tool result");
+            let staged = staged.structured_content.unwrap_or_default();
+            let all_ok = staged["ok"] == true;
+            // vtysh knows every daemon's syntax: `frr-syntax` lines are staged too (and dropped
+            // at commit by the daemons that do not run).
+            assert_eq!(all_ok, e.dialect.starts_with("frr"), "{}: {staged}", e.clear);
+            refused += usize::from(!all_ok);
+        }
+        assert!(refused >= 20, "{refused}");
+        let staged_reads = reads(&reader).await;
+        ok(&operator, "network.commit", json!({"comment": "secrets"})).await;
+        // Every notification the reader gets, kept: the staged lines' and the commit's.
+        let mut heard = Vec::new();
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !heard.iter().any(|v: &Value| v["message"]["operation"] == "commit") {
+            let v = tokio::time::timeout_at(deadline, rx.recv())
+                .await
+                .unwrap_or_else(|_| panic!("no config change for the commit within 30 s: {heard:?}"))
+                .expect("the reader is connected");
+            heard.push(v);
+        }
+
+        // Proof that the secrets are there: the operator reads them back in clear.
+        let running = ok(&operator, "network.file.pull", json!({"file": "running-config"})).await;
+        let running = running["content"].as_str().expect("content");
+        for e in entries.iter().filter(|e| e.dialect == "frr") {
+            for s in &e.secrets {
+                assert!(running.contains(s.as_str()), "FRR dropped `{s}` ({}):\n{running}", e.clear);
+            }
+        }
+        let committed_reads = reads(&reader).await;
+        for (what, text) in staged_reads.iter().chain(&committed_reads) {
+            assert!(leaks(&entries, text).is_empty(), "{what} shows {:?}:\n{text}", leaks(&entries, text));
+        }
+        // The reader's reads are there, redacted: not empty.
+        let pulled = committed_reads
+            .iter()
+            .find(|(w, _)| w == "tool network.file.pull running-config")
+            .expect("pulled");
+        assert!(pulled.1.contains(&format!("ip rip authentication string {REDACTED}")), "{}", pulled.1);
+        let yang = committed_reads
+            .iter()
+            .find(|(w, _)| w.starts_with("tool network.yang.get running /frr-interface:lib/interface"))
+            .expect("yang");
+        assert!(yang.1.contains(&format!("authentication-password\\\":\\\"{REDACTED}")), "{}", yang.1);
+
+        // Errors: an operator's push FRR refuses quotes the line, redacted.
+        let (c, message) = code(
+            &operator,
+            "network.file.push",
+            json!({"file": "candidate-config", "content": "hostname R1\nsnmp-server community Err-Comm-91 RO\n"}),
+        )
+        .await;
+        assert_eq!(c, -32084, "{message}");
+        assert!(!message.contains("Err-Comm-91") && message.contains(REDACTED), "{message}");
+        // A placeholder sent back is refused, not set as the password.
+        let (c, message) = code(
+            &operator,
+            "network.cli.configure",
+            json!({"commands": ["interface eth0", format!(" ip rip authentication string {REDACTED}")]}),
+        )
+        .await;
+        assert_eq!(c, -32602, "{message}");
+
+        // Notifications: every one the reader got, none with a secret.
+        while let Ok(Some(v)) = tokio::time::timeout(std::time::Duration::from_secs(2), rx.recv()).await {
+            heard.push(v);
+        }
+        let heard = serde_json::to_string(&heard).expect("json");
+        assert!(heard.contains("netconf-config-change"), "{heard}");
+        assert!(
+            leaks(&entries, &heard).is_empty(),
+            "notifications show {:?}: {heard}",
+            leaks(&entries, &heard)
+        );
+
+        let done = ok(&operator, "done", json!({})).await;
+        assert!(done["record"].is_object(), "{done}");
+        let status = tokio::time::timeout(std::time::Duration::from_secs(60), child.wait())
+            .await
+            .expect("the server exits after done")
+            .expect("wait");
+        assert!(status.success(), "{status}");
+        let log = log.lock().expect("log").clone();
+        assert!(log.contains("network tool") && log.contains("TRACE"), "the log is at trace level:\n{log}");
+        assert!(leaks(&entries, &log).is_empty(), "the log shows {:?}", leaks(&entries, &log));
+        // The trajectory is the episode's audit record: the operator's commands in clear
+        // (docs/mcp.md, "Secrets").
+        let store = netdojo_core::store::RunDir::open(&run).expect("the run directory");
+        let trajectory = store.trajectory("static-route").expect("the trajectory");
+        let trajectory = serde_json::to_string(&trajectory).expect("json");
+        assert!(trajectory.contains("Rip-Str-07"), "the trajectory keeps the agent's commands");
+    }
+
+    /// stdio, role read-only, on a router that boots with every FRR secret of the corpus: each
+    /// read path shows the lines with their secrets redacted.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn a_read_only_stdio_client_sees_no_secret_of_the_startup_configuration() {
+        if !ready("redaction on stdio") {
+            return;
+        }
+        let entries = entries();
+        // Lines outside a block first: in a configuration file, a block's lines end where the
+        // next header starts.
+        let mut frr: Vec<&corpus::Entry> = entries.iter().filter(|e| e.dialect == "frr").collect();
+        frr.sort_by_key(|e| e.clear.contains('\n'));
+        let mut task: Value = serde_json::from_str(
+            &std::fs::read_to_string(suite().join("static-route.json")).expect("the task"),
+        )
+        .expect("JSON");
+        let mut startup = task["startup_configs"]["R1"].as_str().expect("R1's").to_string();
+        for e in &frr {
+            startup.push_str(&e.clear);
+            startup.push('\n');
+        }
+        task["startup_configs"]["R1"] = json!(startup);
+        let suite = tempfile::tempdir().expect("tempdir");
+        std::fs::write(suite.path().join("static-route.json"), task.to_string()).expect("write");
+        let dir = suite.path().to_str().expect("UTF-8");
+        let mut stdio = Stdio::serve(&[
+            "--task",
+            "static-route",
+            "--suite",
+            dir,
+            "--device",
+            "R1",
+            "--role",
+            "read-only",
+        ]);
+        stdio
+            .request(
+                "initialize",
+                json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}),
+            )
+            .await;
+        stdio.notify("notifications/initialized").await;
+        let mut texts = Vec::new();
+        for file in ["running-config", "startup-config"] {
+            texts.push(stdio.tool("network.file.pull", json!({"file": file})).await.to_string());
+        }
+        texts.push(
+            stdio.tool("network.cli.exec", json!({"command": "show running-config"})).await.to_string(),
+        );
+        texts.push(
+            stdio
+                .tool(
+                    "network.yang.get",
+                    json!({"datastore": "running", "path": "/frr-interface:lib/interface[name='lo']/frr-ripd:rip"}),
+                )
+                .await
+                .to_string(),
+        );
+        for uri in
+            ["network:///file/running-config", "network:///file/startup-config", "network:///interfaces"]
+        {
+            let read = stdio.request("resources/read", json!({"uri": uri})).await;
+            assert!(read.get("error").is_none(), "{uri}: {read}");
+            texts.push(read.to_string());
+        }
+        for text in &texts {
+            assert!(leaks(&entries, text).is_empty(), "{:?} in {text}", leaks(&entries, text));
+        }
+        // The secrets are there, redacted: every one the router kept, in the running config.
+        let redacted = texts[0].matches(REDACTED).count();
+        let kept = frr.iter().map(|e| e.secrets.len()).sum::<usize>();
+        assert!(redacted >= kept, "{redacted} redacted of {kept} secrets: {}", texts[0]);
+        assert!(texts[3].contains("authentication-password"), "{}", texts[3]);
+        drop(suite);
+        stdio.wait().await;
+    }
+
+    type Client2 = rmcp::service::RunningService<rmcp::service::RoleClient, Listener>;
+
+    /// Everything a client can read of R1: (what, text).
+    async fn reads(client: &Client2) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        let tool = async |name: &str, args: Value| -> String {
+            let r = client
+                .call_tool(
+                    rmcp::model::CallToolRequestParams::new(name.to_string())
+                        .with_arguments(obj(args.clone())),
+                )
+                .await
+                .unwrap_or_else(|e| panic!("{name} {args}: {e}"));
+            serde_json::to_string(&r).expect("json")
+        };
+        for file in ["running-config", "candidate-config", "startup-config"] {
+            out.push((
+                format!("tool network.file.pull {file}"),
+                tool("network.file.pull", json!({"file": file})).await,
+            ));
+        }
+        for command in ["show running-config", "show running-config ripd", "show ip rip status"] {
+            out.push((
+                format!("tool network.cli.exec {command}"),
+                tool("network.cli.exec", json!({"command": command})).await,
+            ));
+        }
+        for (datastore, path) in [
+            ("running", "/frr-interface:lib/interface[name='eth0']/frr-ripd:rip"),
+            ("running", "/frr-interface:lib"),
+            ("operational", "/frr-interface:lib"),
+        ] {
+            out.push((
+                format!("tool network.yang.get {datastore} {path}"),
+                tool("network.yang.get", json!({"datastore": datastore, "path": path})).await,
+            ));
+        }
+        let resources = client.list_all_resources().await.expect("resources");
+        assert!(resources.len() >= 5, "{resources:?}");
+        for r in resources {
+            let read =
+                client.read_resource(ReadResourceRequestParams::new(r.uri.clone())).await.expect("read");
+            out.push((format!("resource {}", r.uri), serde_json::to_string(&read).expect("json")));
+        }
+        let mut args = rmcp::model::JsonObject::new();
+        args.insert("device".into(), json!("R1"));
+        args.insert("destination".into(), json!("10.0.12.2 neighbor 10.0.12.2 password Bgp-Pass-11"));
+        let prompt = client
+            .get_prompt(GetPromptRequestParams::new("network.troubleshoot.ping-fail").with_arguments(args))
+            .await
+            .expect("prompt");
+        out.push(("prompt".into(), serde_json::to_string(&prompt).expect("json")));
         out
     }
 }
