@@ -1,9 +1,12 @@
 //! netdojo-mcp on real FRR routers: the protocol on stdio and streamable HTTP, a NetConfBench
 //! task solved through network.cli.configure + network.commit with the oracle's scores, the
 //! confirmed commit that rolls back on its own, each §7 error code from a real condition,
-//! roles, and the official MCP Python SDK as an independent client; in `linux_devices`, a
-//! routing task's Linux nodes as devices, repaired and scored like the built-in oracle; and, in
-//! `agent`, an agent behind an MCP server (one test binary per crate: link time dominates on 2 cores).
+//! roles, and the official MCP SDKs as independent clients: Python's (`mcp==1.30.0`, HTTP) in
+//! `python_sdk`, TypeScript's (`@modelcontextprotocol/sdk@1.32.2`, stdio and HTTP, driving
+//! tests/ts_client.mjs) in `typescript_sdk`, each skipped without its install (.ci/mcp-python-sdk,
+//! .ci/mcp-typescript-sdk; docs/mcp.md); in `linux_devices`, a routing task's Linux nodes as
+//! devices, repaired and scored like the built-in oracle; and, in `agent`, an agent behind an MCP
+//! server (one test binary per crate: link time dominates on 2 cores).
 
 mod agent;
 mod containment;
@@ -873,6 +876,191 @@ mod python_sdk {
         assert_eq!(v["exec_is_error"], false);
         assert!(v["exec_text"].as_str().unwrap_or("").contains("10.0.12.0/30"), "{v}");
         assert_eq!(v["configure_refused_code"], -32083, "{v}");
+        http.episode.stop();
+        http.finish().await;
+    }
+}
+
+mod typescript_sdk {
+    //! The official MCP TypeScript SDK (`@modelcontextprotocol/sdk` on npm, installed by
+    //! .ci/mcp-typescript-sdk; the test reads its node_modules directory from
+    //! NETDOJO_MCP_NODE_MODULES) driving tests/ts_client.mjs: on stdio, where the SDK spawns
+    //! the binary, and on the per-device HTTP endpoint.
+    use super::common::*;
+    use netdojo_mcp::{Role, Settings};
+    use serde_json::{Value, json};
+    use std::path::PathBuf;
+
+    const VAR: &str = "NETDOJO_MCP_NODE_MODULES";
+
+    fn node_modules(what: &str) -> Option<PathBuf> {
+        if !ready(what) {
+            return None;
+        }
+        let Some(dir) = std::env::var_os(VAR) else {
+            assert!(std::env::var_os("CI").is_none(), "CI must set {VAR} (.ci/mcp-typescript-sdk)");
+            eprintln!(
+                "skipping {what}: set {VAR} to a node_modules with @modelcontextprotocol/sdk \
+                 ({VAR}=$(bash .ci/mcp-typescript-sdk))"
+            );
+            return None;
+        };
+        Some(PathBuf::from(dir))
+    }
+
+    /// `node tests/ts_client.mjs NODE_MODULES CONFIG`: its JSON line.
+    async fn run(node_modules: &std::path::Path, config: Value) -> Value {
+        let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/ts_client.mjs");
+        let child = tokio::process::Command::new("node")
+            .arg(script)
+            .arg(node_modules)
+            .arg(config.to_string())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("node runs (bash .ci/mcp-typescript-sdk installs it)");
+        // Bounded: a client that hangs fails the test instead of CI.
+        let out = tokio::time::timeout(std::time::Duration::from_secs(300), child.wait_with_output())
+            .await
+            .expect("the TypeScript client ends within 300 s")
+            .expect("node's output");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{}\n{stdout}\n{}", out.status, String::from_utf8_lossy(&out.stderr));
+        serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("not one JSON line ({e}): {stdout}"))
+    }
+
+    /// What both transports give alike: the capabilities, the tools, a show command, the
+    /// resource read and subscribed to, and the errors.
+    fn assert_common(v: &Value, resource: &str) {
+        // The SDK asks for its newest protocol version, and rmcp speaks it.
+        assert_eq!(v["protocol"], "2025-11-25", "{v}");
+        // On the wire, `network` is in `capabilities`; the SDK's typed capabilities (a zod
+        // schema) keep only the keys they know, so its users read it under `experimental`.
+        super::assert_network_capability(&v["wire_network"], 300);
+        super::assert_network_capability(&v["capabilities"]["experimental"]["network"], 300);
+        assert_eq!(v["capabilities"]["resources"]["subscribe"], true, "{v}");
+        let tools: Vec<&str> =
+            v["tools"].as_array().expect("tools").iter().filter_map(|t| t.as_str()).collect();
+        for t in super::EIGHT.iter().chain(&["done"]) {
+            assert!(tools.contains(t), "{t}: {tools:?}");
+        }
+        assert_eq!(v["exec_is_error"], false, "{v}");
+        assert!(v["exec_text"].as_str().unwrap_or("").contains("10.0.12.0/30"), "{v}");
+        let resources: Vec<&str> =
+            v["resources"].as_array().expect("resources").iter().filter_map(|r| r.as_str()).collect();
+        assert!(resources.contains(&resource), "{resource} not in {resources:?}");
+        assert_eq!(v["read"].as_array().map(Vec::len), Some(1), "{v}");
+        assert_eq!(v["read"][0]["uri"], resource, "{v}");
+        assert_eq!(v["read"][0]["mimeType"], "text/plain", "{v}");
+        assert!(v["read"][0]["text"].as_str().unwrap_or("").contains("hostname R1"), "{v}");
+        // resources/subscribe answers an empty result; an unknown resource is bad params.
+        assert_eq!(v["subscribe"], json!({}), "{v}");
+        assert_eq!(v["subscribe_unknown_code"], -32602, "{v}");
+        // A commit of R1 (ip route 9.9.9.0/24) is told to the subscribed client.
+        assert_eq!(v["commit"]["committed"]["committed"], true, "{v}");
+        assert!(
+            v["updated"].as_array().expect("updated").iter().any(|u| u == resource),
+            "no notifications/resources/updated for {resource}: {v}"
+        );
+        // McpError.code: the JSON-RPC code of an unknown tool.
+        assert_eq!(v["unknown_tool_code"], -32602, "{v}");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn the_official_typescript_sdk_on_stdio_runs_an_episode_and_the_server_exits() {
+        let Some(node_modules) = node_modules("TypeScript SDK interop on stdio") else { return };
+        let dir = tempfile::tempdir().expect("tempdir");
+        let run_dir = dir.path().join("run");
+        let suite = suite();
+        // The whole network (no --device): resources are network://DEVICE/..., and every tool
+        // names its device. The default role (operator) makes the change itself.
+        let args = json!(["serve", "--task", "static-route", "--suite", suite, "--out", run_dir]);
+        let resource = "network://R1/file/running-config";
+        let v = run(
+            &node_modules,
+            json!({
+                "stdio": {"command": env!("CARGO_BIN_EXE_netdojo-mcp"), "args": args},
+                "tool_args": {"device": "R1"},
+                "resource": resource,
+                "change": "self",
+                "done": true,
+            }),
+        )
+        .await;
+        assert_common(&v, resource);
+        assert_eq!(v["schemas"]["network.cli.exec"]["required"], json!(["device", "command"]), "{v}");
+        for uri in v["resources"].as_array().expect("resources") {
+            let uri = uri.as_str().expect("a URI");
+            assert!(uri.starts_with("network://R1/") || uri.starts_with("network://R2/"), "{uri}");
+        }
+        // `done` ends the episode with its record.
+        assert_eq!(v["done"]["record"]["end"], "finished", "{v}");
+        assert_eq!(v["done"]["record"]["steps"], 3, "exec, configure, commit: {v}");
+
+        // The SDK's close() ends the server's stdin, waits 2 s for the process to exit, then
+        // sends SIGTERM (and SIGKILL 2 s later). netdojo-mcp exits by itself after `done`, with
+        // its summary. Without `done` it needs about 10 s after stdin closes (the episode is
+        // scored and torn down, as `done` takes), and it has no SIGTERM handler: close() alone
+        // kills it, with no record, and its namespaces and FRR daemons stay until the next
+        // sweep. A server bug (docs/mcp.md, "Not done yet"); this check is why the client calls
+        // `done` before close().
+        assert!(v["close_ms"].as_u64().expect("close_ms") < 2000, "close() had to signal the server: {v}");
+        let summary = &v["server_summary"];
+        assert!(summary.is_object(), "the server printed no summary: {v}");
+        assert_eq!(summary["error"], Value::Null, "{summary}");
+        assert_eq!(summary["run_dir"], json!(run_dir), "{summary}");
+        let record = netdojo_core::store::RunDir::inspect(&run_dir).expect("a run directory");
+        assert!(record.trajectory("static-route").is_ok(), "the episode is recorded");
+        // Nothing of the episode is left: netdojo's namespaces of a process are ndj{PID:x}x...
+        let pid = v["server_pid"].as_u64().expect("the server's pid");
+        let prefix = format!("ndj{pid:x}x");
+        let left: Vec<String> = std::fs::read_dir("/run/netns")
+            .map(|d| d.filter_map(|e| e.ok()?.file_name().into_string().ok()).collect())
+            .unwrap_or_default();
+        assert!(left.iter().all(|n| !n.starts_with(&prefix)), "namespaces left behind: {left:?}");
+        let markers: Vec<String> = std::fs::read_dir("/run/netdojo/episodes")
+            .map(|d| d.filter_map(|e| e.ok()?.file_name().into_string().ok()).collect())
+            .unwrap_or_default();
+        assert!(markers.iter().all(|n| !n.starts_with(&prefix)), "episode markers left: {markers:?}");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn the_official_typescript_sdk_on_http_reads_subscribes_and_is_refused_a_change() {
+        let Some(node_modules) = node_modules("TypeScript SDK interop on HTTP") else { return };
+        // The SDK's client is read-only; an operator's endpoint on the same episode commits
+        // the change its subscription hears of.
+        let http = http(task("static-route"), Settings::default(), Role::ReadOnly).await;
+        let live = http.episode.link.live().await.expect("live");
+        let operator = netdojo_mcp::transport::router(
+            http.episode.link.clone(),
+            &live.devices.names(),
+            Role::Operator,
+            Settings::default(),
+            &http.cancel,
+        );
+        let (operator_addr, _server) =
+            netdojo_mcp::transport::serve_http(operator, 0, http.cancel.clone()).await.expect("bind");
+        // A device's endpoint: its resources are network:///..., and tools take no device.
+        let resource = "network:///file/running-config";
+        let v = run(
+            &node_modules,
+            json!({
+                "http": http.url("/mcp/R1"),
+                "resource": resource,
+                "change": format!("http://{operator_addr}/mcp/R1"),
+                "refused": true,
+            }),
+        )
+        .await;
+        assert_common(&v, resource);
+        assert_eq!(v["schemas"]["network.cli.exec"]["required"], json!(["command"]), "{v}");
+        for uri in v["resources"].as_array().expect("resources") {
+            assert!(uri.as_str().is_some_and(|u| u.starts_with("network:///")), "{uri}");
+        }
+        assert_eq!(v["configure_refused_code"], -32083, "{v}");
+        // The session ends with a DELETE the server accepts.
+        assert_eq!(v["terminated"], true, "{v}");
         http.episode.stop();
         http.finish().await;
     }
