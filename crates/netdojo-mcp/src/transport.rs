@@ -4,7 +4,7 @@
 //! object under `experimental` and `extensions`, where typed SDKs read it), so the answer is
 //! completed on its way out.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -19,12 +19,13 @@ use rmcp::transport::Transport;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, Lines};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::Tokens;
 use crate::episode::EpisodeLink;
+use crate::jsonrpc::{self, Refusal};
 use crate::server::{NetworkServer, Role};
 
 /// Puts `network` into the capabilities of an `initialize` result (a JSON-RPC response whose
@@ -44,16 +45,167 @@ pub fn inject(message: &mut Value, network: &Value) -> bool {
 }
 
 /// A newline-delimited JSON-RPC transport (MCP's stdio framing) over any reader and writer.
+///
+/// Each line is read here first ([`jsonrpc`]): what rmcp could not read is answered with
+/// its JSON-RPC error on the output and the session goes on, and a batch is split for rmcp and
+/// its answers gathered back into one line.
 #[derive(Debug)]
 pub struct LineTransport<R, W> {
-    lines: Lines<BufReader<R>>,
+    read: BufReader<R>,
+    /// The line being read.
+    pending: Vec<u8>,
     out: Arc<Mutex<W>>,
     network: Value,
+    /// Shared with `send`, whose futures outlive `&mut self`.
+    state: Arc<std::sync::Mutex<LineState>>,
+    /// The messages of a batch not yet handed to rmcp.
+    queue: VecDeque<ClientJsonRpcMessage>,
+}
+
+/// What `send` learns that `receive` needs, and the reverse.
+#[derive(Debug, Default)]
+struct LineState {
+    /// The protocol version of the `initialize` answer: whether batches are allowed.
+    version: Option<String>,
+    batches: Vec<Batch>,
+}
+
+/// A batch whose answers are being gathered.
+#[derive(Debug)]
+struct Batch {
+    /// The ids of its requests rmcp has not answered yet.
+    waiting: Vec<Value>,
+    answers: Vec<Value>,
+}
+
+impl LineState {
+    /// Files `message` with the batch that waits for its id. `None`: it belongs to no batch.
+    /// `Some(Some(line))`: it completed its batch, whose answer is `line`.
+    fn file(&mut self, message: &Value) -> Option<Option<Value>> {
+        if message.get("result").is_none() && message.get("error").is_none() {
+            return None;
+        }
+        let id = message.get("id")?;
+        let at = self.batches.iter().position(|b| b.waiting.contains(id))?;
+        let batch = &mut self.batches[at];
+        batch.waiting.retain(|w| w != id);
+        batch.answers.push(message.clone());
+        Some(self.complete(at))
+    }
+
+    /// A request rmcp will not answer (cancelled): its batch stops waiting for it.
+    fn forget(&mut self, id: &Value) -> Option<Value> {
+        let at = self.batches.iter().position(|b| b.waiting.contains(id))?;
+        self.batches[at].waiting.retain(|w| w != id);
+        self.complete(at)
+    }
+
+    fn complete(&mut self, at: usize) -> Option<Value> {
+        if !self.batches[at].waiting.is_empty() {
+            return None;
+        }
+        let batch = self.batches.remove(at);
+        // A batch of cancelled requests only has no answer left to give.
+        (!batch.answers.is_empty()).then_some(Value::Array(batch.answers))
+    }
+}
+
+fn lock(state: &std::sync::Mutex<LineState>) -> std::sync::MutexGuard<'_, LineState> {
+    // The state stays consistent whatever panicked while holding it: each change is one step.
+    state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+async fn write_line<W: AsyncWrite + Unpin>(out: &Mutex<W>, message: &Value) -> std::io::Result<()> {
+    let mut line = serde_json::to_vec(message).map_err(std::io::Error::other)?;
+    line.push(b'\n');
+    let mut out = out.lock().await;
+    out.write_all(&line).await?;
+    out.flush().await
 }
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> LineTransport<R, W> {
     pub fn new(read: R, write: W, network: Value) -> Self {
-        Self { lines: BufReader::new(read).lines(), out: Arc::new(Mutex::new(write)), network }
+        Self {
+            read: BufReader::new(read),
+            pending: Vec::new(),
+            out: Arc::new(Mutex::new(write)),
+            network,
+            state: Arc::default(),
+            queue: VecDeque::new(),
+        }
+    }
+}
+
+impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin + Send + 'static> LineTransport<R, W> {
+    /// Writes an answer of the transport's own. On a task of its own: rmcp drops a `receive`
+    /// that loses its select, and a write cut there would leave half a line on the output.
+    fn answer(&self, message: Value) {
+        let out = self.out.clone();
+        tokio::spawn(async move {
+            if let Err(e) = write_line(&out, &message).await {
+                tracing::warn!("stdio: an answer could not be written ({e})");
+            }
+        });
+    }
+
+    /// One line the client sent: the message for rmcp, if any; the transport's own answers
+    /// are written.
+    fn take(&mut self, line: &[u8]) -> Option<ClientJsonRpcMessage> {
+        match jsonrpc::parse(line) {
+            Err(e) => self.answer(e.to_message()),
+            Ok(Value::Array(items)) => self.batch(items),
+            Ok(v) => match jsonrpc::admit(v) {
+                Ok(m) => {
+                    if let Some(id) = jsonrpc::cancelled_id(&m) {
+                        self.forget(&id);
+                    }
+                    return Some(m);
+                }
+                Err(Refusal::Answer(e)) => self.answer(e.to_message()),
+                Err(Refusal::Drop(why)) => tracing::warn!("stdio: a message dropped: {why}"),
+            },
+        }
+        None
+    }
+
+    /// Splits a batch: its messages queued for rmcp, its refusals kept for its answer.
+    fn batch(&mut self, items: Vec<Value>) {
+        let version = lock(&self.state).version.clone();
+        if let Some(e) = jsonrpc::refuse_batch(&items, version.as_deref()) {
+            return self.answer(e.to_message());
+        }
+        let (mut waiting, mut answers, mut cancelled) = (Vec::new(), Vec::new(), Vec::new());
+        for item in items {
+            match jsonrpc::admit_in_batch(item) {
+                Ok(m) => {
+                    waiting.extend(jsonrpc::request_id(&m));
+                    cancelled.extend(jsonrpc::cancelled_id(&m));
+                    self.queue.push_back(m);
+                }
+                Err(Refusal::Answer(e)) => answers.push(e.to_message()),
+                Err(Refusal::Drop(why)) => tracing::warn!("stdio: a batch's message dropped: {why}"),
+            }
+        }
+        if waiting.is_empty() {
+            // Only notifications and responses (and refusals): nothing of rmcp's to wait for.
+            if !answers.is_empty() {
+                self.answer(Value::Array(answers));
+            }
+        } else {
+            // Filed before rmcp sees any of them, so that no answer can come first.
+            lock(&self.state).batches.push(Batch { waiting, answers });
+        }
+        for id in cancelled {
+            self.forget(&id);
+        }
+    }
+
+    /// A cancelled request rmcp will not answer: its batch, if complete without it, is written.
+    fn forget(&mut self, id: &Value) {
+        let done = lock(&self.state).forget(id);
+        if let Some(answer) = done {
+            self.answer(answer);
+        }
     }
 }
 
@@ -75,26 +227,50 @@ where
     ) -> impl Future<Output = Result<(), std::io::Error>> + Send + 'static {
         let out = self.out.clone();
         let network = self.network.clone();
+        let state = self.state.clone();
         async move {
             let mut v = serde_json::to_value(&item).map_err(std::io::Error::other)?;
-            inject(&mut v, &network);
-            let mut line = serde_json::to_vec(&v).map_err(std::io::Error::other)?;
-            line.push(b'\n');
-            let mut out = out.lock().await;
-            out.write_all(&line).await?;
-            out.flush().await
+            let line = {
+                let mut state = lock(&state);
+                if inject(&mut v, &network)
+                    && let Some(version) = v["result"]["protocolVersion"].as_str()
+                {
+                    state.version = Some(version.to_string());
+                }
+                match state.file(&v) {
+                    None => Some(v),
+                    Some(batch) => batch,
+                }
+            };
+            match line {
+                Some(line) => write_line(&out, &line).await,
+                None => Ok(()),
+            }
         }
     }
 
     async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
         loop {
-            let line = self.lines.next_line().await.ok()??;
-            if line.trim().is_empty() {
+            if let Some(m) = self.queue.pop_front() {
+                return Some(m);
+            }
+            // Bytes, not a String: a line of invalid UTF-8 is the client's error to hear of,
+            // not the end of the session. `read_until` appends to `pending` as it reads, so a
+            // receive rmcp's select drops part-way loses nothing: the next one goes on with it.
+            match self.read.read_until(b'\n', &mut self.pending).await {
+                Ok(0) if self.pending.is_empty() => return None,
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::warn!("stdio: reading failed ({e}); the session ends");
+                    return None;
+                }
+            }
+            let line = std::mem::take(&mut self.pending);
+            if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            match serde_json::from_str(&line) {
-                Ok(m) => return Some(m),
-                Err(e) => tracing::warn!("stdio: a line that is no JSON-RPC message ({e}), skipped"),
+            if let Some(m) = self.take(&line) {
+                return Some(m);
             }
         }
     }
