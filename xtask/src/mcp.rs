@@ -13,6 +13,7 @@ use netdojo::mcp::auth::Tokens;
 use netdojo::mcp::serve::{
     ServeOptions, default_budget, default_out, default_suite, load_task, routing_task, serve, summary,
 };
+use netdojo::mcp::transport::AllowedOrigin;
 use netdojo::mcp::{Role, Settings};
 use tokio_util::sync::CancellationToken;
 
@@ -96,6 +97,15 @@ pub struct ServeArgs {
     /// gives its role, a request without a known token gets 401. --role is then stdio's only.
     #[arg(long, requires = "http")]
     tokens: Option<PathBuf>,
+    /// HTTP: a browser origin allowed besides the loopback ones (http(s)://127.0.0.1,
+    /// localhost, [::1], any port): scheme://host[:port], :* for any port, or null; repeatable.
+    /// A request with any other Origin header is refused with 403 (DNS rebinding).
+    #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
+    allow_origins: Vec<AllowedOrigin>,
+    /// HTTP: a session with no message for this many seconds is closed; its id then answers
+    /// 404 and its client initializes a new session.
+    #[arg(long, value_name = "SECS", default_value_t = 1800, value_parser = clap::value_parser!(u64).range(1..))]
+    session_idle_timeout: u64,
     /// The run directory (default runs/mcp-TASK-TIME).
     #[arg(long)]
     out: Option<PathBuf>,
@@ -153,6 +163,8 @@ fn serve_task(args: ServeArgs) -> Result<()> {
         device: args.device,
         role: args.role,
         tokens: args.tokens.as_deref().map(Tokens::load).transpose()?,
+        allow_origins: args.allow_origins,
+        session_idle_timeout: Duration::from_secs(args.session_idle_timeout),
         settings: Settings {
             rollback_timeout: Duration::from_secs_f64(args.rollback_timeout),
             ..Settings::default()

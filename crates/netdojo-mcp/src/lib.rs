@@ -15,7 +15,8 @@
 //! - [`server`]: the rmcp `ServerHandler`: tools, `network:///` resources, prompts, roles.
 //! - [`episode`]: the runner of netdojo-core drives the episode; its agent's turns are the
 //!   MCP client's calls, so they are recorded, checked and scored like any agent's.
-//! - [`transport`]: stdio and streamable HTTP (127.0.0.1), with the `network` capability.
+//! - [`transport`]: stdio and streamable HTTP (127.0.0.1), with the `network` capability;
+//!   [`jsonrpc`]: the JSON-RPC errors and batches both answer before rmcp sees a message.
 //! - [`client`]: an MCP client as a netdojo `Environment`.
 //! - [`auth`]: bearer tokens of HTTP clients and the role each gives (§8).
 //! - [`agent`]: an agent behind an MCP server (the `netdojo.agent` protocol) as a netdojo
@@ -32,6 +33,7 @@ pub mod device;
 pub mod episode;
 pub mod error;
 pub mod gns3;
+pub mod jsonrpc;
 pub mod linux;
 pub mod linux_state;
 pub mod redact;

@@ -41,6 +41,11 @@ pub struct ServeOptions {
     pub role: Role,
     /// HTTP: each client's role by its bearer token; unknown or missing tokens are refused.
     pub tokens: Option<Tokens>,
+    /// HTTP: browser origins allowed besides loopback ones; a request with any other
+    /// `Origin` is refused with 403.
+    pub allow_origins: Vec<transport::AllowedOrigin>,
+    /// HTTP: a session with no message for this long is closed (its id then answers 404).
+    pub session_idle_timeout: Duration,
     pub settings: Settings,
     pub budget: Budget,
     /// The run directory to create.
@@ -107,7 +112,11 @@ pub async fn serve(
                 Some(tokens) => transport::Access::Tokens(std::sync::Arc::new(tokens)),
                 None => transport::Access::Everyone(options.role),
             };
-            let app = transport::router_with(link.clone(), &names, access, options.settings, &cancel);
+            let http = transport::HttpOptions {
+                allowed_origins: options.allow_origins.clone(),
+                session_idle_timeout: options.session_idle_timeout,
+            };
+            let app = transport::router_with(link.clone(), &names, access, options.settings, http, &cancel);
             let (addr, server) = transport::serve_http(app, port, cancel.clone())
                 .await
                 .map_err(|source| ServeError::Io { what: format!("binding 127.0.0.1:{port}"), source })?;

@@ -2483,3 +2483,518 @@ mod gns3_devices {
         stdio.wait().await;
     }
 }
+
+/// The JSON-RPC layer both transports put in front of rmcp: -32700 for what is no JSON, -32600
+/// for what is no JSON-RPC message, -32602 naming the field for params of the wrong type,
+/// batches per the negotiated protocol version; on HTTP, Origin validation before the token,
+/// `Connection: close` on refusals that leave the body unread, and idle sessions closed.
+mod jsonrpc {
+    use super::common::*;
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    use netdojo_core::runner::Budget;
+    use netdojo_core::store::RunDir;
+    use netdojo_mcp::auth::Tokens;
+    use netdojo_mcp::episode::run_config;
+    use netdojo_mcp::transport::{Access, HttpOptions};
+    use netdojo_mcp::{Episode, Role, Settings};
+    use serde_json::{Value, json};
+    use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+    use tokio_util::sync::CancellationToken;
+
+    const TASK: &str = "static-route";
+    const OPERATOR: &str = "op-0d1e2f3a4b5c6d7e8f9a0b1c2d3e4f5a";
+
+    fn request(id: u64, method: &str, params: Value) -> Value {
+        json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+    }
+
+    fn initialize(id: u64, version: &str) -> Value {
+        request(
+            id,
+            "initialize",
+            json!({"protocolVersion": version, "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"}}),
+        )
+    }
+
+    /// Requests whose params rmcp cannot type, and the field each answer must name.
+    fn bad_params(first: u64) -> Vec<(Value, &'static str)> {
+        [
+            ("tools/call", json!({"name": 5}), "params.name"),
+            ("tools/call", json!({"name": "network.cli.exec", "arguments": "x"}), "params.arguments"),
+            ("resources/read", json!({"uri": 5}), "params.uri"),
+            ("resources/subscribe", json!({"uri": 5}), "params.uri"),
+            ("prompts/get", json!({"name": null}), "params.name"),
+            ("logging/setLevel", json!({"level": "loud"}), "params.level"),
+        ]
+        .into_iter()
+        .zip(first..)
+        .map(|((method, params, field), id)| (request(id, method, params), field))
+        .collect()
+    }
+
+    fn assert_error(answer: &Value, code: i64, id: Value, what: &str) {
+        assert_eq!(answer["jsonrpc"], "2.0", "{what}: {answer}");
+        assert_eq!(answer["error"]["code"], code, "{what}: {answer}");
+        assert_eq!(answer["id"], id, "{what}: {answer}");
+    }
+
+    /// A batch of two requests, a notification, an invalid message and a request with bad
+    /// params (ids 10 to 13).
+    fn mixed_batch() -> Value {
+        json!([
+            {"jsonrpc": "2.0", "id": 10, "method": "ping"},
+            request(11, "tools/call", json!({"name": "network.cli.configure",
+                "arguments": {"device": "R1", "commands": ["ip route 9.9.7.0/24 10.0.12.2"]}})),
+            {"jsonrpc": "2.0", "method": "notifications/roots/list_changed"},
+            {"jsonrpc": "2.0", "id": 12},
+            request(13, "tools/call", json!({"name": 5})),
+        ])
+    }
+
+    /// One entry per request of [`mixed_batch`], none for its notification.
+    fn assert_mixed_answer(answer: &Value, what: &str) {
+        let entries = answer.as_array().unwrap_or_else(|| panic!("{what}: not an array: {answer}"));
+        let mut ids: Vec<i64> = entries.iter().filter_map(|e| e["id"].as_i64()).collect();
+        ids.sort();
+        assert_eq!(ids, [10, 11, 12, 13], "{what}: {answer}");
+        let by_id = |id: i64| entries.iter().find(|e| e["id"] == id).expect("entry");
+        assert_eq!(by_id(10)["result"], json!({}), "{what}: {answer}");
+        // The operator's role reached the call: a read-only one would be refused -32083.
+        let staged = &by_id(11)["result"];
+        assert!(staged.is_object() && staged["isError"] != true, "{what}: {answer}");
+        assert_eq!(staged["structuredContent"]["ok"], true, "{what}: {answer}");
+        assert_error(by_id(12), -32600, json!(12), what);
+        assert_error(by_id(13), -32602, json!(13), what);
+    }
+
+    /// netdojo-mcp on stdio, spoken to in raw lines (bytes, not necessarily JSON).
+    struct Raw {
+        child: tokio::process::Child,
+        stdin: Option<tokio::process::ChildStdin>,
+        lines: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
+        _dir: tempfile::TempDir,
+    }
+
+    impl Raw {
+        fn start() -> Self {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_netdojo-mcp"))
+                .args(["serve", "--task", TASK, "--suite"])
+                .arg(suite())
+                .arg("--out")
+                .arg(dir.path().join("run"))
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .kill_on_drop(true)
+                .spawn()
+                .expect("netdojo-mcp starts");
+            let stdin = child.stdin.take();
+            let lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+            Self { child, stdin, lines, _dir: dir }
+        }
+
+        async fn line(&mut self, bytes: &[u8]) {
+            let stdin = self.stdin.as_mut().expect("stdin open");
+            stdin.write_all(bytes).await.expect("write");
+            stdin.write_all(b"\n").await.expect("write");
+        }
+
+        async fn send(&mut self, v: &Value) {
+            self.line(v.to_string().as_bytes()).await;
+        }
+
+        /// The next line that is not a message of the server's own (a notification).
+        async fn answer(&mut self, what: &str) -> Value {
+            loop {
+                let line = tokio::time::timeout(Duration::from_secs(120), self.lines.next_line())
+                    .await
+                    .unwrap_or_else(|_| panic!("{what}: no answer within 120 s"))
+                    .expect("read")
+                    .unwrap_or_else(|| panic!("{what}: the server closed stdout"));
+                let v: Value =
+                    serde_json::from_str(&line).unwrap_or_else(|e| panic!("{what}: not JSON ({e}): {line}"));
+                if v.get("method").is_none() {
+                    return v;
+                }
+            }
+        }
+
+        async fn ask(&mut self, v: &Value, what: &str) -> Value {
+            self.send(v).await;
+            self.answer(what).await
+        }
+
+        /// Closing stdin ends the episode as it stands; the server must exit on its own.
+        async fn close(mut self) {
+            drop(self.stdin.take());
+            let status = tokio::time::timeout(Duration::from_secs(60), self.child.wait())
+                .await
+                .expect("netdojo-mcp exits when stdin closes")
+                .expect("wait");
+            assert!(status.success(), "{status}");
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn stdio_answers_what_rmcp_cannot_read_and_batches_per_protocol_version() {
+        if !ready("JSON-RPC errors on stdio") {
+            return;
+        }
+        // Two sessions, one per side of the batch removal (2025-06-18), started together.
+        let (mut old, mut new) = (Raw::start(), Raw::start());
+
+        let a = old.ask(&json!("x"), "a bare string").await;
+        assert_error(&a, -32600, Value::Null, "a bare string");
+        old.line(b"this is not json").await;
+        let a = old.answer("not JSON").await;
+        assert_error(&a, -32700, Value::Null, "not JSON");
+        assert!(a["error"]["message"].as_str().is_some_and(|m| m.starts_with("Parse error: ")), "{a}");
+        old.line(b"{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"\xff\xfe\"}").await;
+        let a = old.answer("invalid UTF-8").await;
+        assert_error(&a, -32700, Value::Null, "invalid UTF-8");
+        // Still before the handshake: a refused initialize leaves it to be done again.
+        let a = old.ask(&request(1, "initialize", json!("x")), "initialize with a string").await;
+        assert_error(&a, -32602, json!(1), "initialize with a string");
+        let a = old.ask(&initialize(2, "2025-03-26"), "initialize").await;
+        assert_eq!(a["result"]["protocolVersion"], "2025-03-26", "{a}");
+        assert!(a["result"]["capabilities"]["network"].is_object(), "{a}");
+        old.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+
+        for (msg, id, what) in [
+            (json!({"jsonrpc": "1.0", "id": 3, "method": "ping"}), json!(3), "jsonrpc 1.0"),
+            (json!({"jsonrpc": "2.0", "id": 4}), json!(4), "no method"),
+            (json!({"jsonrpc": "2.0", "id": {"n": 5}, "method": "ping"}), Value::Null, "an object id"),
+        ] {
+            let a = old.ask(&msg, what).await;
+            assert_error(&a, -32600, id, what);
+        }
+        for (msg, field) in bad_params(20) {
+            let a = old.ask(&msg, field).await;
+            assert_error(&a, -32602, msg["id"].clone(), &msg.to_string());
+            assert!(a["error"]["message"].as_str().is_some_and(|m| m.contains(field)), "{field}: {a}");
+        }
+
+        let a = old.ask(&mixed_batch(), "a batch in 2025-03-26").await;
+        assert_mixed_answer(&a, "stdio, 2025-03-26");
+        // A batch of notifications has no answer: the next line answers the next request.
+        old.send(&json!([{"jsonrpc": "2.0", "method": "notifications/roots/list_changed"}])).await;
+        let a = old.ask(&json!({"jsonrpc": "2.0", "id": 30, "method": "ping"}), "ping").await;
+        assert_eq!(a["id"], 30, "a batch of notifications was answered: {a}");
+
+        let a = new.ask(&initialize(1, "2025-06-18"), "initialize").await;
+        assert_eq!(a["result"]["protocolVersion"], "2025-06-18", "{a}");
+        new.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+        let a =
+            new.ask(&json!([{"jsonrpc": "2.0", "id": 2, "method": "ping"}]), "a batch in 2025-06-18").await;
+        assert_error(&a, -32600, Value::Null, "a batch in 2025-06-18");
+        assert!(a["error"]["message"].as_str().is_some_and(|m| m.contains("2025-06-18")), "{a}");
+        let a = new.ask(&json!({"jsonrpc": "2.0", "id": 3, "method": "ping"}), "ping").await;
+        assert_eq!(a, json!({"jsonrpc": "2.0", "id": 3, "result": {}}));
+
+        old.close().await;
+        new.close().await;
+    }
+
+    /// An answer's JSON-RPC message: the JSON body, or the `data:` line of an SSE stream that
+    /// carries `id`.
+    fn message(content_type: &str, text: &str, id: &Value) -> Value {
+        if content_type.starts_with("application/json") {
+            return serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"));
+        }
+        text.lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+            .find(|v| v["id"] == *id)
+            .unwrap_or_else(|| panic!("no answer to {id} in: {text}"))
+    }
+
+    struct Answer {
+        status: u16,
+        headers: reqwest::header::HeaderMap,
+        text: String,
+    }
+
+    impl Answer {
+        fn content_type(&self) -> &str {
+            self.headers.get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("")
+        }
+        fn json(&self) -> Value {
+            assert!(
+                self.content_type().starts_with("application/json"),
+                "{}: {}",
+                self.content_type(),
+                self.text
+            );
+            serde_json::from_str(&self.text).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.text))
+        }
+        fn message(&self, id: &Value) -> Value {
+            message(self.content_type(), &self.text, id)
+        }
+    }
+
+    /// One POST with the given extra headers (`Authorization`, `Mcp-Session-Id`, `Origin` ...).
+    async fn post(url: &str, headers: &[(&str, &str)], body: impl Into<reqwest::Body>) -> Answer {
+        let mut req = reqwest::Client::new()
+            .post(url)
+            .timeout(Duration::from_secs(120))
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .body(body);
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let res = req.send().await.expect("POST");
+        let (status, headers) = (res.status().as_u16(), res.headers().clone());
+        Answer { status, headers, text: res.text().await.expect("body") }
+    }
+
+    /// A session in `version`, initialized; its id.
+    async fn session(url: &str, auth: &[(&str, &str)], version: &str) -> String {
+        let a = post(url, auth, initialize(1, version).to_string()).await;
+        assert_eq!(a.status, 200, "{}", a.text);
+        assert_eq!(a.message(&json!(1))["result"]["protocolVersion"], version, "{}", a.text);
+        let id =
+            a.headers.get("mcp-session-id").and_then(|v| v.to_str().ok()).expect("a session").to_string();
+        let mut headers = auth.to_vec();
+        headers.push(("mcp-session-id", &id));
+        let a =
+            post(url, &headers, json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string())
+                .await;
+        assert_eq!(a.status, 202, "{}", a.text);
+        id
+    }
+
+    /// One request on raw TCP with `Connection: keep-alive`, refused before its body is read:
+    /// its answer, lowercased, once the server closed the connection. The body is itself an
+    /// HTTP request, which a server reading on after the refusal would answer too.
+    async fn refused_on_one_connection(addr: std::net::SocketAddr, extra: &str) -> String {
+        let smuggled = format!("GET /mcp/R1 HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+        let head = format!(
+            "POST /mcp/R1 HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nConnection: keep-alive\r\n{extra}\
+             Content-Length: {}\r\n\r\n",
+            smuggled.len()
+        );
+        let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        stream.write_all(format!("{head}{smuggled}").as_bytes()).await.expect("write");
+        let mut got = Vec::new();
+        let mut chunk = [0u8; 4096];
+        let closed = tokio::time::timeout(Duration::from_secs(10), async {
+            loop {
+                match stream.read(&mut chunk).await {
+                    Ok(0) => return true,
+                    Ok(n) => got.extend_from_slice(&chunk[..n]),
+                    // A close with unread bytes in the server's buffer is a reset: closed too.
+                    Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return true,
+                    Err(e) => panic!("read: {e}"),
+                }
+            }
+        })
+        .await
+        .unwrap_or(false);
+        let text = String::from_utf8_lossy(&got).to_string();
+        assert!(closed, "the server kept the connection open after: {text}");
+        assert_eq!(
+            text.matches("HTTP/1.1 ").count(),
+            1,
+            "one answer, the body not taken for a request: {text}"
+        );
+        text.to_ascii_lowercase()
+    }
+
+    fn with_origin<'a>(headers: &[(&'a str, &'a str)], origin: &'a str) -> Vec<(&'a str, &'a str)> {
+        let mut headers = headers.to_vec();
+        headers.push(("origin", origin));
+        headers
+    }
+
+    /// One episode behind two HTTP routers: one with a token and an allowed origin, one whose
+    /// sessions expire after 2 s idle.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn http_answers_bad_bodies_batches_origins_and_idle_sessions() {
+        if !ready("JSON-RPC errors on HTTP") {
+            return;
+        }
+        netdojo_mcp::client::install_crypto_provider();
+        let task = task(TASK);
+        let dir = tempfile::tempdir().expect("tempdir");
+        let settings = Settings::default();
+        let budget = Budget { max_steps: 100, ..netdojo_mcp::serve::default_budget() };
+        let store =
+            RunDir::create(dir.path().join("run"), &run_config(&task, &settings, &budget)).expect("run dir");
+        let scorers = netdojo_mcp::serve::scorers_for(&task);
+        let episode = Episode::start(task, settings, scorers, budget, store).expect("episode");
+        let names = episode.link.live().await.expect("network up").devices.names();
+        let cancel = CancellationToken::new();
+        let tokens = Tokens::parse(&format!("{OPERATOR}: operator\n")).expect("tokens");
+        let guarded = netdojo_mcp::transport::router_with(
+            episode.link.clone(),
+            &names,
+            Access::Tokens(Arc::new(tokens)),
+            settings,
+            HttpOptions {
+                allowed_origins: vec!["http://ide.example:8080".parse().expect("origin")],
+                ..HttpOptions::default()
+            },
+            &cancel,
+        );
+        let (addr, _) = netdojo_mcp::transport::serve_http(guarded, 0, cancel.clone()).await.expect("bind");
+        let brief = netdojo_mcp::transport::router_with(
+            episode.link.clone(),
+            &names,
+            Access::Everyone(Role::Operator),
+            settings,
+            HttpOptions { session_idle_timeout: Duration::from_secs(2), ..HttpOptions::default() },
+            &cancel,
+        );
+        let (brief_addr, _) =
+            netdojo_mcp::transport::serve_http(brief, 0, cancel.clone()).await.expect("bind");
+
+        // Idle sessions, watched while the rest runs: one left alone, one pinged every second.
+        // Both hear of no device event (level emergency), which would count as traffic.
+        let brief_url = format!("http://{brief_addr}/mcp/R1");
+        let quiet = |id: u64| request(id, "logging/setLevel", json!({"level": "emergency"})).to_string();
+        let idle = session(&brief_url, &[], "2025-06-18").await;
+        let a = post(&brief_url, &[("mcp-session-id", &idle)], quiet(2)).await;
+        assert_eq!((a.status, a.message(&json!(2))["result"].clone()), (200, json!({})), "{}", a.text);
+        let idle_since = Instant::now();
+        let busy = session(&brief_url, &[], "2025-06-18").await;
+        let a = post(&brief_url, &[("mcp-session-id", &busy)], quiet(2)).await;
+        assert_eq!(a.status, 200, "{}", a.text);
+        let stop = CancellationToken::new();
+        let pinger = tokio::spawn({
+            let (url, busy, stop) = (brief_url.clone(), busy.clone(), stop.clone());
+            async move {
+                let mut pings = 0u64;
+                while !stop.is_cancelled() {
+                    let ping = json!({"jsonrpc": "2.0", "id": 100 + pings, "method": "ping"}).to_string();
+                    let a = post(&url, &[("mcp-session-id", &busy)], ping).await;
+                    assert_eq!(a.status, 200, "ping {pings} of the busy session: {}", a.text);
+                    pings += 1;
+                    tokio::select! {
+                        () = tokio::time::sleep(Duration::from_secs(1)) => {}
+                        () = stop.cancelled() => {}
+                    }
+                }
+                pings
+            }
+        });
+
+        let url = format!("http://{addr}/mcp/R1");
+        let bearer = format!("Bearer {OPERATOR}");
+        let auth = [("authorization", bearer.as_str())];
+
+        // What is no JSON, or no JSON-RPC message: 400 with the JSON-RPC error.
+        let a = post(&url, &auth, "this is not json").await;
+        assert_eq!(a.status, 400, "{}", a.text);
+        assert_error(&a.json(), -32700, Value::Null, "not JSON");
+        for (msg, id, what) in [
+            (json!({"jsonrpc": "1.0", "id": 3, "method": "ping"}), json!(3), "jsonrpc 1.0"),
+            (json!({"jsonrpc": "2.0", "id": 4}), json!(4), "no method"),
+            (json!({"jsonrpc": "2.0", "id": [5], "method": "ping"}), Value::Null, "an array id"),
+        ] {
+            let a = post(&url, &auth, msg.to_string()).await;
+            assert_eq!(a.status, 400, "{what}: {}", a.text);
+            assert_error(&a.json(), -32600, id, what);
+        }
+        let a = post(&url, &auth, request(1, "initialize", json!("x")).to_string()).await;
+        assert_eq!(a.status, 200, "{}", a.text);
+        assert_error(&a.json(), -32602, json!(1), "initialize with a string");
+
+        // Batches: split in 2025-03-26, refused in 2025-06-18.
+        let old = session(&url, &auth, "2025-03-26").await;
+        let in_old = [auth[0], ("mcp-session-id", old.as_str())];
+        let a = post(&url, &in_old, mixed_batch().to_string()).await;
+        assert_eq!(a.status, 200, "{}", a.text);
+        assert_mixed_answer(&a.json(), "HTTP, 2025-03-26");
+        let notes = json!([{"jsonrpc": "2.0", "method": "notifications/roots/list_changed"}]);
+        let a = post(&url, &in_old, notes.to_string()).await;
+        assert_eq!((a.status, a.text.as_str()), (202, ""), "a batch of notifications");
+        let new = session(&url, &auth, "2025-06-18").await;
+        let in_new = [auth[0], ("mcp-session-id", new.as_str()), ("mcp-protocol-version", "2025-06-18")];
+        let a = post(&url, &in_new, json!([{"jsonrpc": "2.0", "id": 2, "method": "ping"}]).to_string()).await;
+        assert_eq!(a.status, 400, "{}", a.text);
+        let e = a.json();
+        assert_error(&e, -32600, Value::Null, "a batch in 2025-06-18");
+        assert!(e["error"]["message"].as_str().is_some_and(|m| m.contains("2025-06-18")), "{e}");
+
+        // Params of the wrong type: -32602 naming the field, as a single JSON answer.
+        for (msg, field) in bad_params(40) {
+            let a = post(&url, &in_new, msg.to_string()).await;
+            assert_eq!(a.status, 200, "{field}: {}", a.text);
+            let e = a.json();
+            assert_error(&e, -32602, msg["id"].clone(), field);
+            assert!(e["error"]["message"].as_str().is_some_and(|m| m.contains(field)), "{field}: {e}");
+        }
+
+        // Origin: checked before the token, refused with 403 and the connection closed; a
+        // refused token closes it too.
+        let text = refused_on_one_connection(addr, "Origin: http://evil.example\r\n").await;
+        assert!(text.starts_with("http/1.1 403"), "{text}");
+        assert!(text.contains("connection: close"), "{text}");
+        assert!(text.contains("\"code\":-32600"), "{text}");
+        let text = refused_on_one_connection(addr, "").await;
+        assert!(text.starts_with("http/1.1 401"), "{text}");
+        assert!(text.contains("connection: close"), "{text}");
+
+        let configure = |id: u64, net: &str| {
+            request(
+                id,
+                "tools/call",
+                json!({"name": "network.cli.configure",
+                "arguments": {"commands": [format!("ip route {net} 10.0.12.2")], "target": "running"}}),
+            )
+            .to_string()
+        };
+        let running = async |id: u64| {
+            let pull = request(
+                id,
+                "tools/call",
+                json!({"name": "network.file.pull", "arguments": {"file": "running-config"}}),
+            );
+            let a = post(&url, &in_new, pull.to_string()).await;
+            assert_eq!(a.status, 200, "{}", a.text);
+            a.message(&json!(id))["result"].to_string()
+        };
+        let with = |origin| with_origin(&in_new, origin);
+        let a = post(&url, &with("http://evil.example"), configure(50, "9.9.9.0/24")).await;
+        assert_eq!(a.status, 403, "{}", a.text);
+        assert_eq!(a.headers.get("connection").and_then(|v| v.to_str().ok()), Some("close"));
+        assert_error(&a.json(), -32600, Value::Null, "a foreign Origin");
+        let before = running(51).await;
+        assert!(before.contains("interface eth0") && !before.contains("9.9.9.0/24"), "{before}");
+        let localhost = format!("http://localhost:{}", addr.port());
+        for (id, origin, net) in
+            [(52, localhost.as_str(), "9.9.9.0/24"), (53, "http://ide.example:8080", "9.9.8.0/24")]
+        {
+            let a = post(&url, &with(origin), configure(id, net)).await;
+            assert_eq!(a.status, 200, "{origin}: {}", a.text);
+            let result = &a.message(&json!(id))["result"];
+            assert_eq!(result["structuredContent"]["ok"], true, "{origin}: {result}");
+        }
+        let a = post(&url, &with("http://ide.example:9090"), configure(54, "9.9.6.0/24")).await;
+        assert_eq!(a.status, 403, "another port of an allowed host: {}", a.text);
+        let after = running(55).await;
+        assert!(after.contains("9.9.9.0/24") && after.contains("9.9.8.0/24"), "{after}");
+        assert!(!after.contains("9.9.6.0/24"), "{after}");
+
+        // Idle sessions: the one left alone for over twice the timeout is gone (404), the one
+        // used every second is not.
+        tokio::time::sleep(Duration::from_secs(4).saturating_sub(idle_since.elapsed())).await;
+        let ping = json!({"jsonrpc": "2.0", "id": 9, "method": "ping"}).to_string();
+        let a = post(&brief_url, &[("mcp-session-id", &idle)], ping.clone()).await;
+        assert_eq!(a.status, 404, "the idle session: {}", a.text);
+        let a = post(&brief_url, &[("mcp-session-id", &busy)], ping).await;
+        assert_eq!(a.status, 200, "the busy session: {}", a.text);
+        stop.cancel();
+        let pings = pinger.await.expect("pinger");
+        assert!(pings >= 4, "the busy session was pinged {pings} times");
+
+        episode.stop();
+        let _ = episode.join().await;
+        cancel.cancel();
+    }
+}

@@ -11,6 +11,7 @@ use netdojo_mcp::auth::Tokens;
 use netdojo_mcp::serve::{
     ServeOptions, default_budget, default_out, default_suite, load_task, serve, summary,
 };
+use netdojo_mcp::transport::AllowedOrigin;
 use netdojo_mcp::{Role, Settings};
 use tokio_util::sync::CancellationToken;
 
@@ -85,6 +86,15 @@ struct ServeArgs {
     /// gives its role, a request without a known token gets 401. --role is then stdio's only.
     #[arg(long, requires = "http")]
     tokens: Option<PathBuf>,
+    /// HTTP: a browser origin allowed besides the loopback ones (http(s)://127.0.0.1,
+    /// localhost, [::1], any port): scheme://host[:port], :* for any port, or null; repeatable.
+    /// A request with any other Origin header is refused with 403 (DNS rebinding).
+    #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
+    allow_origins: Vec<AllowedOrigin>,
+    /// HTTP: a session with no message for this many seconds is closed; its id then answers
+    /// 404 and its client initializes a new session.
+    #[arg(long, value_name = "SECS", default_value_t = 1800, value_parser = clap::value_parser!(u64).range(1..))]
+    session_idle_timeout: u64,
     /// The run directory (default runs/mcp-TASK-TIME).
     #[arg(long)]
     out: Option<PathBuf>,
@@ -160,6 +170,8 @@ fn run(args: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
         device: args.device,
         role: args.role,
         tokens: args.tokens.as_deref().map(Tokens::load).transpose()?,
+        allow_origins: args.allow_origins,
+        session_idle_timeout: Duration::from_secs(args.session_idle_timeout),
         settings: Settings {
             rollback_timeout: Duration::from_secs_f64(args.rollback_timeout),
             ..Settings::default()
