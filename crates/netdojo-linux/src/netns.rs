@@ -274,19 +274,7 @@ pub fn sweep() -> Result<Swept, NetnsError> {
         if owner.alive() {
             continue;
         }
-        // Daemons first: a process inside a namespace keeps it alive after its mount is gone.
-        crate::frr::reap_prefix(&prefix);
-        for name in list_with_prefix(&prefix) {
-            delete_netns(&name)?;
-            swept.namespaces.push(name);
-        }
-        match fs::remove_file(&path) {
-            Ok(()) => swept.episodes.push(prefix),
-            // Another sweep (a second run starting at the same moment, or a second factory of
-            // this process) took this marker first: nothing of it is left to sweep.
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(io_err(&path)(e)),
-        }
+        remove_episode(&prefix, &path, &mut swept)?;
     }
     if !swept.namespaces.is_empty() {
         tracing::info!(
@@ -294,6 +282,46 @@ pub fn sweep() -> Result<Swept, NetnsError> {
             swept.namespaces.len(),
             swept.episodes.len()
         );
+    }
+    Ok(swept)
+}
+
+/// An episode's FRR daemons, namespaces and marker.
+fn remove_episode(prefix: &str, marker: &Path, swept: &mut Swept) -> Result<(), NetnsError> {
+    // Daemons first: a process inside a namespace keeps it alive after its mount is gone.
+    crate::frr::reap_prefix(prefix);
+    for name in list_with_prefix(prefix) {
+        delete_netns(&name)?;
+        swept.namespaces.push(name);
+    }
+    match fs::remove_file(marker) {
+        Ok(()) => swept.episodes.push(prefix.to_string()),
+        // Another sweep (a second run starting at the same moment, or a second factory of
+        // this process) took this marker first: nothing of it is left to sweep.
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(io_err(marker)(e)),
+    }
+    Ok(())
+}
+
+/// Deletes this process's own episodes (their daemons, namespaces and markers) whatever they
+/// are doing: for a process that must exit now (a SIGTERM it cannot wait out) and will not
+/// run the episodes' own teardown. Other processes' episodes are left alone.
+pub fn release_own() -> Result<Swept, NetnsError> {
+    let mut swept = Swept::default();
+    let me = Owner::current().map_err(io_err("/proc/self/stat"))?;
+    let entries = match fs::read_dir(MARKER_DIR) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(swept),
+        Err(e) => return Err(io_err(MARKER_DIR)(e)),
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let Some(prefix) = path.file_name().and_then(|n| n.to_str()).map(str::to_string) else { continue };
+        let owned = fs::read_to_string(&path).ok().and_then(|t| Owner::parse(&t)).is_some_and(|o| o == me);
+        if prefix.starts_with(PREFIX_STEM) && owned {
+            remove_episode(&prefix, &path, &mut swept)?;
+        }
     }
     Ok(swept)
 }

@@ -333,7 +333,7 @@ const MAX_FILE: usize = 4 << 20;
 /// device sees them, the error naming the argument and its size, not quoting it.
 fn check_sizes(args: &Value) -> Result<(), NetError> {
     let too_long = |what: String, len: usize, limit: usize| {
-        NetError::InvalidParams(format!("`{what}` is {len} bytes long; the limit is {limit} bytes"))
+        NetError::InvalidParams(format!("refused: `{what}` is {len} bytes long; the limit is {limit} bytes"))
     };
     for key in ["command", "path", "file", "device", "comment"] {
         if let Some(s) = args.get(key).and_then(Value::as_str)

@@ -1274,6 +1274,93 @@ mod tokens {
     }
 }
 
+/// The stdio shutdown of the MCP spec, as the official SDKs do it: close stdin, SIGTERM after
+/// 2 s, SIGKILL 2 s later. The server is gone before the SIGKILL, and so is its network.
+mod stdio_shutdown {
+    use super::common::*;
+    use serde_json::json;
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn a_sigterm_after_stdin_closed_leaves_nothing_of_the_episode() {
+        if !ready("stdio shutdown") {
+            return;
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_netdojo-mcp"))
+            .args(["serve", "--task", "static-route", "--suite"])
+            .arg(suite())
+            .arg("--out")
+            .arg(dir.path().join("run"))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("netdojo-mcp starts");
+        let pid = child.id().expect("pid");
+        let mut stdin = child.stdin.take().expect("stdin");
+        let mut lines = tokio::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
+        let mut send = async |id: u64, method: &str, params: serde_json::Value| {
+            let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+            stdin.write_all(format!("{msg}\n").as_bytes()).await.expect("write");
+            loop {
+                let line = tokio::time::timeout(std::time::Duration::from_secs(120), lines.next_line())
+                    .await
+                    .expect("an answer within 120 s")
+                    .expect("read")
+                    .expect("a line");
+                let v: serde_json::Value = serde_json::from_str(&line).expect("JSON");
+                if v["id"] == id {
+                    assert!(v.get("error").is_none(), "{method}: {v}");
+                    return;
+                }
+            }
+        };
+        send(
+            1,
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}),
+        )
+        .await;
+        // A change that fails the task: the evaluation waits the whole convergence time.
+        let configure = json!({"name": "network.cli.configure", "arguments": {"device": "R1", "commands": ["ip route 9.9.9.0/24 10.0.12.2"]}});
+        send(2, "tools/call", configure).await;
+        send(3, "tools/call", json!({"name": "network.commit", "arguments": {"device": "R1"}})).await;
+        let prefix = std::fs::read_dir(netdojo_linux::netns::MARKER_DIR)
+            .expect("markers")
+            .flatten()
+            .find(|e| std::fs::read_to_string(e.path()).is_ok_and(|t| t.contains(&format!("pid={pid} "))))
+            .and_then(|e| e.file_name().into_string().ok())
+            .expect("the server's episode marker");
+        assert!(!netdojo_linux::netns::list_with_prefix(&prefix).is_empty());
+
+        drop(stdin);
+        tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+        let sent = std::time::Instant::now();
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGTERM)
+            .expect("SIGTERM");
+        let status = tokio::time::timeout(std::time::Duration::from_secs(2), child.wait())
+            .await
+            .expect("the server exits within the 2 s before a client's SIGKILL")
+            .expect("wait");
+        eprintln!("exited {:?} after SIGTERM: {status}", sent.elapsed());
+        assert!(netdojo_linux::netns::list_with_prefix(&prefix).is_empty(), "namespaces of {prefix} left");
+        assert!(
+            !std::path::Path::new(netdojo_linux::netns::MARKER_DIR).join(&prefix).exists(),
+            "marker left"
+        );
+        let daemons: Vec<String> = std::fs::read_dir("/proc")
+            .expect("/proc")
+            .flatten()
+            .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+            .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+            .filter(|c| c.contains(&format!("{prefix}-")))
+            .collect();
+        assert!(daemons.is_empty(), "processes of {prefix} left: {daemons:?}");
+    }
+}
+
 mod yang {
     use super::common::*;
     use netdojo_mcp::{Role, Settings};
