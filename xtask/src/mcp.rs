@@ -177,13 +177,7 @@ fn serve_task(args: ServeArgs) -> Result<()> {
     let finished = runtime
         .block_on(async {
             let stop = CancellationToken::new();
-            let on_signal = stop.clone();
-            tokio::spawn(async move {
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    eprintln!("stopping: the episode is evaluated as it stands");
-                    on_signal.cancel();
-                }
-            });
+            netdojo::mcp::serve::stop_on_signals(stop.clone())?;
             serve(task, app.scorers, options, stop).await
         })
         .with_context(|| format!("mcp serve (run directory {})", out.display()))?;

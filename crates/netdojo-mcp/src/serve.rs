@@ -166,6 +166,50 @@ pub async fn serve(
     }
 }
 
+/// How long a SIGTERM'd server may go on evaluating its episode before it tears the network
+/// down unevaluated: less than the MCP SDKs wait between SIGTERM and SIGKILL.
+pub const TERM_GRACE: Duration = Duration::from_millis(1500);
+
+/// Cancels `stop` on Ctrl-C or SIGTERM, for a server that runs [`serve`] (in a tokio runtime).
+///
+/// Ctrl-C: the episode is evaluated as it stands; a second Ctrl-C ends it now, unevaluated.
+/// SIGTERM: what an MCP client sends a stdio server that has not exited after it closed stdin,
+/// a short while before SIGKILL (2 s in the official SDKs), and what service managers send: the
+/// evaluation gets [`TERM_GRACE`], then the process tears its network down unevaluated
+/// ([`netdojo_linux::netns::release_own`]) and exits 143, so that a SIGKILL finds nothing of the
+/// episode left on the host.
+pub fn stop_on_signals(stop: CancellationToken) -> Result<(), ServeError> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate())
+        .map_err(|source| ServeError::Io { what: "SIGTERM handler".into(), source })?;
+    tokio::spawn(async move {
+        let terminated = tokio::select! {
+            r = tokio::signal::ctrl_c() => { if r.is_err() { return } false }
+            s = term.recv() => { if s.is_none() { return } true }
+        };
+        eprintln!("stopping: the episode is evaluated as it stands");
+        stop.cancel();
+        let grace = async {
+            if terminated {
+                tokio::time::sleep(TERM_GRACE).await;
+            } else {
+                std::future::pending::<()>().await;
+            }
+        };
+        tokio::select! {
+            () = grace => {}
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+        // Still evaluating: end now, leaving nothing on the host (the run directory keeps what
+        // was recorded; this episode has no record).
+        let released = netdojo_linux::netns::release_own();
+        eprintln!("stopped before the episode was evaluated; its network is torn down ({released:?})");
+        std::process::exit(if terminated { 143 } else { 130 });
+    });
+    Ok(())
+}
+
 /// How long HTTP sessions stay after the episode ended, for the last answer to get out.
 const HTTP_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 

@@ -100,10 +100,6 @@ struct ServeArgs {
     out: Option<PathBuf>,
 }
 
-/// How long a SIGTERM'd server may go on evaluating its episode before it tears the network
-/// down unevaluated: less than the MCP SDKs wait between SIGTERM and SIGKILL.
-const TERM_GRACE: Duration = Duration::from_millis(1500);
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // Every log line redacted, rmcp's request logs off (§8).
@@ -187,41 +183,7 @@ fn run(args: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let finished = runtime.block_on(async {
         let stop = CancellationToken::new();
-        let on_signal = stop.clone();
-        // Ctrl-C: the episode is evaluated as it stands (a second Ctrl-C: now, unevaluated).
-        // SIGTERM: what an MCP client sends a stdio server that has not exited after it closed
-        // stdin, a short while before SIGKILL (2 s in the official SDKs), and what service
-        // managers send: the evaluation gets TERM_GRACE, then the network is torn down
-        // unevaluated, so that a SIGKILL finds nothing of the episode left on the host.
-        let mut term =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).map_err(|source| {
-                netdojo_mcp::serve::ServeError::Io { what: "SIGTERM handler".into(), source }
-            })?;
-        tokio::spawn(async move {
-            let terminated = tokio::select! {
-                r = tokio::signal::ctrl_c() => { if r.is_err() { return } false }
-                s = term.recv() => { if s.is_none() { return } true }
-            };
-            eprintln!("stopping: the episode is evaluated as it stands");
-            on_signal.cancel();
-            let grace = async {
-                if terminated {
-                    tokio::time::sleep(TERM_GRACE).await;
-                } else {
-                    std::future::pending::<()>().await;
-                }
-            };
-            tokio::select! {
-                () = grace => {}
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-            }
-            // Still evaluating: end now, leaving nothing behind (the run directory keeps what
-            // was recorded; this episode has no record).
-            let released = netdojo_linux::netns::release_own();
-            eprintln!("netdojo-mcp: stopped before the episode was evaluated; its network is torn down ({released:?})");
-            std::process::exit(if terminated { 143 } else { 130 });
-        });
+        netdojo_mcp::serve::stop_on_signals(stop.clone())?;
         let scorers = netdojo_mcp::serve::scorers_for(&task);
         serve(task, scorers, options, stop).await
     })?;
