@@ -201,6 +201,59 @@ mod common {
         ().serve(StreamableHttpClientTransport::from_config(config)).await.expect("MCP client connects")
     }
 
+    /// `netdojo-mcp serve` on HTTP (task static-route) with a token file of an operator's and
+    /// a read-only client's token, logging at trace level: its stderr is collected as it comes.
+    pub struct TokenServer {
+        pub child: tokio::process::Child,
+        pub log: Arc<std::sync::Mutex<String>>,
+        /// `http://127.0.0.1:PORT/mcp`.
+        pub base: String,
+        pub run: PathBuf,
+        pub _dir: tempfile::TempDir,
+    }
+
+    pub async fn token_server(operator: &str, reader: &str) -> TokenServer {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("tokens.yaml");
+        std::fs::write(&file, format!("{operator}: operator\n{reader}: read-only\n")).expect("write");
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        }
+        let run = dir.path().join("run");
+        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_netdojo-mcp"))
+            .args(["serve", "--task", "static-route", "--http", "0", "--suite"])
+            .arg(suite())
+            .arg("--tokens")
+            .arg(&file)
+            .arg("--out")
+            .arg(&run)
+            .env("NETDOJO_LOG", "trace")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("netdojo-mcp starts");
+        let mut stderr = BufReader::new(child.stderr.take().expect("stderr")).lines();
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+        let log = Arc::new(std::sync::Mutex::new(String::new()));
+        let collected = log.clone();
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = stderr.next_line().await {
+                if let Some(url) = line.split("listening on ").nth(1) {
+                    let _ = tx.send(url.split_whitespace().next().unwrap_or_default().to_string());
+                }
+                collected.lock().expect("log").push_str(&(line + "\n"));
+            }
+        });
+        let base = tokio::time::timeout(std::time::Duration::from_secs(120), rx.recv())
+            .await
+            .expect("the server listens within 120 s")
+            .expect("a URL");
+        TokenServer { child, log, base, run, _dir: dir }
+    }
+
     /// Notifications a client received, as JSON: `{"updated": URI}` or `{"message": DATA, ...}`.
     #[derive(Clone)]
     pub struct Listener(pub tokio::sync::mpsc::UnboundedSender<Value>);
@@ -1151,7 +1204,6 @@ mod tokens {
     use super::common::*;
     use rmcp::model::CallToolRequestParams;
     use serde_json::json;
-    use tokio::io::AsyncBufReadExt;
 
     const OPERATOR: &str = "op-5b0f3c6e9a1d4e27b8c1f0a2d3e4f5a6";
     const READER: &str = "ro-7c2e9d4b1a3f5e6d8c0b2a4f6e8d0c1b";
@@ -1164,44 +1216,7 @@ mod tokens {
         if !ready("per-client roles") {
             return;
         }
-        let dir = tempfile::tempdir().expect("tempdir");
-        let file = dir.path().join("tokens.yaml");
-        std::fs::write(&file, format!("{OPERATOR}: operator\n{READER}: read-only\n")).expect("write");
-        {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
-        }
-        let run = dir.path().join("run");
-        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_netdojo-mcp"))
-            .args(["serve", "--task", "static-route", "--http", "0", "--suite"])
-            .arg(suite())
-            .arg("--tokens")
-            .arg(&file)
-            .arg("--out")
-            .arg(&run)
-            .env("NETDOJO_LOG", "trace")
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("netdojo-mcp starts");
-        let mut stderr = tokio::io::BufReader::new(child.stderr.take().expect("stderr")).lines();
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
-        let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
-        let collected = log.clone();
-        tokio::spawn(async move {
-            while let Ok(Some(line)) = stderr.next_line().await {
-                if let Some(url) = line.split("listening on ").nth(1) {
-                    let _ = tx.send(url.split_whitespace().next().unwrap_or_default().to_string());
-                }
-                collected.lock().expect("log").push_str(&(line + "\n"));
-            }
-        });
-        let base = tokio::time::timeout(std::time::Duration::from_secs(120), rx.recv())
-            .await
-            .expect("the server listens within 120 s")
-            .expect("a URL");
+        let TokenServer { mut child, log, base, run, _dir } = token_server(OPERATOR, READER).await;
         let url = format!("{base}/R1");
 
         let operator = client_with_token(&url, OPERATOR).await;
@@ -1440,7 +1455,6 @@ mod redaction {
     use rmcp::ServiceExt;
     use rmcp::model::{GetPromptRequestParams, ReadResourceRequestParams, SubscribeRequestParams};
     use serde_json::{Value, json};
-    use tokio::io::AsyncBufReadExt;
 
     const OPERATOR: &str = "op-9d1e2c3b4a5f60718293a4b5c6d7e8f9";
     const READER: &str = "ro-1a2b3c4d5e6f708192a3b4c5d6e7f809";
@@ -1461,58 +1475,13 @@ mod redaction {
             .collect()
     }
 
-    /// The server's stderr, collected; the URL it listens on, when it says.
-    fn collect_stderr(
-        child: &mut tokio::process::Child,
-    ) -> (std::sync::Arc<std::sync::Mutex<String>>, tokio::sync::mpsc::UnboundedReceiver<String>) {
-        let mut stderr = tokio::io::BufReader::new(child.stderr.take().expect("stderr")).lines();
-        let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<String>();
-        let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
-        let collected = log.clone();
-        tokio::spawn(async move {
-            while let Ok(Some(line)) = stderr.next_line().await {
-                if let Some(url) = line.split("listening on ").nth(1) {
-                    let _ = tx.send(url.split_whitespace().next().unwrap_or_default().to_string());
-                }
-                collected.lock().expect("log").push_str(&(line + "\n"));
-            }
-        });
-        (log, rx)
-    }
-
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
     async fn an_operators_secrets_reach_no_read_only_client_and_no_log_on_http() {
         if !ready("redaction on HTTP") {
             return;
         }
         let entries = entries();
-        let dir = tempfile::tempdir().expect("tempdir");
-        let file = dir.path().join("tokens.yaml");
-        std::fs::write(&file, format!("{OPERATOR}: operator\n{READER}: read-only\n")).expect("write");
-        {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
-        }
-        let run = dir.path().join("run");
-        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_netdojo-mcp"))
-            .args(["serve", "--task", "static-route", "--http", "0", "--suite"])
-            .arg(suite())
-            .arg("--tokens")
-            .arg(&file)
-            .arg("--out")
-            .arg(&run)
-            .env("NETDOJO_LOG", "trace")
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("netdojo-mcp starts");
-        let (log, mut url) = collect_stderr(&mut child);
-        let base = tokio::time::timeout(std::time::Duration::from_secs(120), url.recv())
-            .await
-            .expect("the server listens within 120 s")
-            .expect("a URL");
+        let TokenServer { mut child, log, base, run, _dir } = token_server(OPERATOR, READER).await;
         let url = format!("{base}/R1");
         let operator = client_with_token(&url, OPERATOR).await;
         netdojo_mcp::client::install_crypto_provider();
