@@ -12,6 +12,7 @@ use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use netdojo::core::runner::{Budget, Progress, Runner};
 use netdojo::core::store::RunDir;
+use netdojo::core::{Filtered, TaskFilter};
 use netdojo::score::Summary;
 use netdojo::{EpisodeRecord, GeneratedSuite, MetricValue, StaticSuite, TaskGenerator, TaskSource};
 use serde::{Deserialize, Serialize};
@@ -38,6 +39,19 @@ pub struct EvalArgs {
     /// Run the tasks of a suite (a .jsonl file, a .json task or a directory) instead of generating.
     #[arg(long)]
     pub suite: Option<PathBuf>,
+    /// Run only the tasks of these domains (NetConfBench: routing, policy, security, qos).
+    #[arg(long = "domain", value_name = "DOMAIN", value_delimiter = ',')]
+    #[serde(default)]
+    pub domains: Vec<String>,
+    /// Run only the tasks of these levels.
+    #[arg(long = "level", value_name = "LEVEL", value_delimiter = ',')]
+    #[serde(default)]
+    pub levels: Vec<u8>,
+    /// Run only the tasks with these labels (the seeds' action or fault labels; a NetConfBench
+    /// task's name).
+    #[arg(long = "label", value_name = "LABEL", value_delimiter = ',')]
+    #[serde(default)]
+    pub labels: Vec<String>,
     /// Episodes run in parallel.
     #[arg(long, default_value_t = 4)]
     pub concurrency: usize,
@@ -171,6 +185,26 @@ pub fn eval(args: EvalArgs) -> Result<ExitCode> {
             count: args.queries,
         }),
     };
+    let filter = TaskFilter {
+        domains: args.domains.clone(),
+        levels: args.levels.clone(),
+        labels: args.labels.clone(),
+    };
+    if let Some(bad) = filter.domains.iter().find(|d| !netdojo::core::task::DOMAINS.contains(&d.as_str())) {
+        bail!("--domain {bad}: unknown domain (domains: {})", netdojo::core::task::DOMAINS.join(", "));
+    }
+    let source = Filtered { source, filter };
+    if !source.filter.is_empty() && !source.tasks().any(|t| t.is_ok()) {
+        bail!(
+            "no task of {} matches the filter (--domain {:?} --level {:?} --label {:?})",
+            args.suite
+                .as_ref()
+                .map_or_else(|| format!("{} generated queries", args.queries), |p| p.display().to_string()),
+            args.domains,
+            args.levels,
+            args.labels
+        );
+    }
     let runner = Runner {
         env: app.factory,
         agent,
@@ -221,7 +255,7 @@ pub fn eval(args: EvalArgs) -> Result<ExitCode> {
                 }
             }
         });
-        runner.run(source.as_ref(), &mut store, &progress, stop_rx).await
+        runner.run(&source, &mut store, &progress, stop_rx).await
     })?;
     progress.bar.finish_and_clear();
 

@@ -24,8 +24,8 @@ pub use error::{AgentError, EnvError, StoreError, TaskError};
 pub use metric::{Metric, MetricValue, Scorer};
 pub use runner::{Budget, Progress, Runner};
 pub use task::{
-    ConfigTask, ConfigTopology, Fault, GeneratedSuite, StaticSuite, Task, TaskGenerator, TaskKind,
-    TaskSource, Testcase,
+    ConfigTask, ConfigTopology, Fault, Filtered, GeneratedSuite, StaticSuite, Task, TaskFilter,
+    TaskGenerator, TaskKind, TaskSource, Testcase,
 };
 pub use tool::{FINISH_TOOL, Observation, ToolCall, ToolSpec};
 pub use trajectory::{EndReason, EpisodeRecord, EpisodeStatus, ErrorCause, Step, Trajectory};

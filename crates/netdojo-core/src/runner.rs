@@ -314,6 +314,7 @@ fn record_of(task: &Task, trajectory: &Trajectory) -> EpisodeRecord {
         application: task.application.clone(),
         level: task.level,
         label: task.label.clone(),
+        domain: task.domain.clone(),
         agent: trajectory.agent.clone(),
         status: EpisodeStatus::Completed,
         error: None,

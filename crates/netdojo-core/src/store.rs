@@ -230,6 +230,7 @@ mod tests {
             application: "dcgraph".into(),
             level: 1,
             label: "add".into(),
+            domain: None,
             agent: "noop".into(),
             status,
             error: None,

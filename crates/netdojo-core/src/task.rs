@@ -31,6 +31,10 @@ pub struct Task {
     pub level: u8,
     /// The action or fault label of the seed's tables (`add`, `remove-count`, `DR+DI`...).
     pub label: String,
+    /// The task's domain, where its application has several (NetConfBench: `routing`,
+    /// `policy`, `security`, `qos`): summaries report each domain, `eval --domain` selects.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub domain: Option<String>,
     /// The seed the task was generated from, if it was generated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
@@ -218,6 +222,65 @@ impl<G: TaskGenerator> TaskSource for GeneratedSuite<G> {
     }
 }
 
+/// Which tasks of a source to run (`eval --domain`, `--level`, `--label`): a task is kept when
+/// it matches every criterion given (within one, any of its values). No criterion keeps all.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskFilter {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub domains: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub levels: Vec<u8>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub labels: Vec<String>,
+}
+
+impl TaskFilter {
+    pub fn is_empty(&self) -> bool {
+        self.domains.is_empty() && self.levels.is_empty() && self.labels.is_empty()
+    }
+
+    pub fn keeps(&self, task: &Task) -> bool {
+        (self.domains.is_empty() || task.domain.as_ref().is_some_and(|d| self.domains.contains(d)))
+            && (self.levels.is_empty() || self.levels.contains(&task.level))
+            && (self.labels.is_empty() || self.labels.contains(&task.label))
+    }
+}
+
+/// The tasks of `source` that `filter` keeps, in the source's order.
+pub struct Filtered {
+    pub source: Box<dyn TaskSource>,
+    pub filter: TaskFilter,
+}
+
+impl std::fmt::Debug for Filtered {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Filtered")
+            .field("source", &self.source.describe())
+            .field("filter", &self.filter)
+            .finish()
+    }
+}
+
+impl TaskSource for Filtered {
+    fn describe(&self) -> Value {
+        if self.filter.is_empty() {
+            return self.source.describe();
+        }
+        serde_json::json!({"source": self.source.describe(), "filter": self.filter})
+    }
+
+    fn len_hint(&self) -> Option<usize> {
+        // Counted: the sources whose length is known make their tasks cheaply.
+        let known = self.source.len_hint()?;
+        if self.filter.is_empty() { Some(known) } else { Some(self.tasks().count()) }
+    }
+
+    fn tasks(&self) -> Box<dyn Iterator<Item = Result<Task, TaskError>> + Send + '_> {
+        // A task that does not load is kept: its error is the run's to report.
+        Box::new(self.source.tasks().filter(|t| t.as_ref().map_or(true, |t| self.filter.keeps(t))))
+    }
+}
+
 /// A suite read from files: a JSON-lines file (one task a line, as `cargo xtask generate`
 /// writes), a single `.json` task, or a directory of `.json` tasks read in name order.
 #[derive(Debug, Clone)]
@@ -307,6 +370,9 @@ fn read_file(path: &Path) -> Result<Vec<Task>, TaskError> {
     }
 }
 
+/// NetConfBench's task domains (seed 001 §3: routing, policy, security, QoS).
+pub const DOMAINS: [&str; 4] = ["routing", "policy", "security", "qos"];
+
 /// A task file exactly as NetConfBench writes one (seed 001 §4.1: `task_name`, `intents`,
 /// `topology`, ...), run by the `netconf` application. Its id is the file name; its label the
 /// task name; its query the intents, one a line; its level the `level` field if present.
@@ -315,6 +381,18 @@ fn netconf_task(path: &Path, value: Value) -> Result<Task, TaskError> {
     let level = value.get("level").and_then(Value::as_u64).map_or(1, |l| l.clamp(1, 255) as u8);
     // netdojo's extension: what a backend needs to build the topology (GNS3 templates...).
     let setup = value.get("setup").cloned().unwrap_or(Value::Null);
+    // netdojo's extension: the seed's task domain (routing, policy, security, QoS).
+    let domain = match value.get("domain") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(d)) if DOMAINS.contains(&d.as_str()) => Some(d.clone()),
+        Some(other) => {
+            return Err(TaskError::Parse {
+                path: path.to_path_buf(),
+                line: None,
+                message: format!("field `domain`: {other} is not one of {}", DOMAINS.join(", ")),
+            });
+        }
+    };
     let config: ConfigTask = serde_json::from_value(value).map_err(|e| TaskError::Parse {
         path: path.to_path_buf(),
         line: None,
@@ -325,6 +403,7 @@ fn netconf_task(path: &Path, value: Value) -> Result<Task, TaskError> {
         application: "netconf".into(),
         level,
         label: config.task_name.clone(),
+        domain,
         seed: None,
         query: config.intents.join("\n"),
         setup,
@@ -443,6 +522,7 @@ mod tests {
             application: "dcgraph".into(),
             level: 1,
             label: "count".into(),
+            domain: None,
             seed: Some(1),
             query: "Count the EK_PORT in ju1.a1.m1.".into(),
             setup: json!({"graph": "generated"}),
@@ -492,5 +572,70 @@ mod tests {
         });
         let err = validate_task(&t).expect_err("R2 unknown").to_string();
         assert!(err.contains("device `R2` is not in topology.nodes"), "{err}");
+    }
+
+    #[test]
+    fn a_netconfbench_domain_is_read_and_a_bad_one_named() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let task = |domain: &str| {
+            format!(
+                r#"{{"task_name": "t", {domain} "intents": ["i"], "topology": {{"nodes": ["R1"], "links": []}}}}"#
+            )
+        };
+        let file = dir.path().join("t.json");
+        fs::write(&file, task(r#""domain": "policy","#)).expect("write");
+        let t = StaticSuite::load(&file).expect("loads").tasks().next().expect("one").expect("ok");
+        assert_eq!(t.domain.as_deref(), Some("policy"));
+        fs::write(&file, task("")).expect("write");
+        let t = StaticSuite::load(&file).expect("loads").tasks().next().expect("one").expect("ok");
+        assert_eq!(t.domain, None);
+        fs::write(&file, task(r#""domain": "Routing","#)).expect("write");
+        let err = StaticSuite::load(&file).expect_err("not a domain").to_string();
+        assert!(
+            err.contains("t.json") && err.contains("field `domain`") && err.contains("routing, policy"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_filter_keeps_tasks_that_match_every_criterion_given() {
+        let mut a = task("a");
+        a.domain = Some("routing".into());
+        a.level = 2;
+        a.label = "x".into();
+        let mut b = task("b");
+        b.domain = Some("qos".into());
+        b.label = "y".into();
+        let mut c = task("c");
+        c.label = "x".into();
+        struct Three(Vec<Task>);
+        impl TaskSource for Three {
+            fn describe(&self) -> Value {
+                Value::Null
+            }
+            fn len_hint(&self) -> Option<usize> {
+                Some(self.0.len())
+            }
+            fn tasks(&self) -> Box<dyn Iterator<Item = Result<Task, TaskError>> + Send + '_> {
+                Box::new(self.0.iter().cloned().map(Ok))
+            }
+        }
+        let ids = |filter: TaskFilter| {
+            let f = Filtered { source: Box::new(Three(vec![a.clone(), b.clone(), c.clone()])), filter };
+            let ids: Vec<String> = f.tasks().map(|t| t.expect("ok").id).collect();
+            assert_eq!(f.len_hint(), Some(ids.len()));
+            ids
+        };
+        assert_eq!(ids(TaskFilter::default()), ["a", "b", "c"]);
+        assert_eq!(
+            ids(TaskFilter { domains: vec!["routing".into(), "qos".into()], ..Default::default() }),
+            ["a", "b"]
+        );
+        assert_eq!(
+            ids(TaskFilter { domains: vec!["qos".into()], levels: vec![2], ..Default::default() }),
+            Vec::<String>::new()
+        );
+        assert_eq!(ids(TaskFilter { levels: vec![2], ..Default::default() }), ["a"]);
+        assert_eq!(ids(TaskFilter { labels: vec!["x".into()], ..Default::default() }), ["a", "c"]);
     }
 }

@@ -128,6 +128,9 @@ pub struct EpisodeRecord {
     pub application: String,
     pub level: u8,
     pub label: String,
+    /// The task's domain, if it has one. Absent in records written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub domain: Option<String>,
     pub agent: String,
     pub status: EpisodeStatus,
     #[serde(default, skip_serializing_if = "Option::is_none")]

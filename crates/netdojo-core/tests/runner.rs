@@ -136,6 +136,7 @@ fn task(id: &str, goal: i64) -> Task {
         application: "counter".into(),
         level: 1,
         label: "inc".into(),
+        domain: None,
         seed: None,
         query: goal.to_string(),
         setup: Value::Null,

@@ -412,6 +412,7 @@ impl TaskGenerator for QueryGenerator {
             application: "dcgraph".into(),
             level,
             label: label.into(),
+            domain: None,
             seed: Some(seed),
             query,
             setup: self.setup.clone(),

@@ -17,7 +17,8 @@ use tokenizers::Tokenizer;
 pub const FILES: [&str; 3] = ["config.json", "tokenizer.json", "model.safetensors"];
 /// The command that fetches them.
 pub const FETCH: &str = "cargo xtask fetch-model";
-/// Longest input, in tokens, as sentence-transformers truncates for this model.
+/// The longest input the model reads at once, in tokens (sentence-transformers truncates there
+/// for this model). A longer text is embedded in chunks of this size ([`Embedder::embed`]).
 pub const MAX_TOKENS: usize = 256;
 
 #[derive(Debug, thiserror::Error)]
@@ -45,6 +46,8 @@ pub struct Embedder {
     model: BertModel,
     tokenizer: Tokenizer,
     device: Device,
+    cls: u32,
+    sep: u32,
 }
 
 impl std::fmt::Debug for Embedder {
@@ -70,13 +73,13 @@ impl Embedder {
         let tokenizer_path = dir.join("tokenizer.json");
         let mut tokenizer =
             Tokenizer::from_file(&tokenizer_path).map_err(|e| load(tokenizer_path.clone(), e.to_string()))?;
-        tokenizer
-            .with_truncation(Some(tokenizers::TruncationParams {
-                max_length: MAX_TOKENS,
-                ..Default::default()
-            }))
-            .map_err(|e| load(tokenizer_path.clone(), e.to_string()))?;
+        // No truncation: a long text is cut into chunks here, not silently at 256 tokens.
+        tokenizer.with_truncation(None).map_err(|e| load(tokenizer_path.clone(), e.to_string()))?;
         tokenizer.with_padding(None);
+        let special = |t: &str| {
+            tokenizer.token_to_id(t).ok_or_else(|| load(tokenizer_path.clone(), format!("no {t} token")))
+        };
+        let (cls, sep) = (special("[CLS]")?, special("[SEP]")?);
         let weights_path = dir.join("model.safetensors");
         let weights = std::fs::read(&weights_path).map_err(|e| load(weights_path.clone(), e.to_string()))?;
         let device = Device::Cpu;
@@ -85,29 +88,48 @@ impl Embedder {
         let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &device)
             .map_err(|e| load(weights_path.clone(), e.to_string()))?;
         let model = BertModel::load(vb, &config).map_err(|e| load(weights_path, e.to_string()))?;
-        Ok(Self { model, tokenizer, device })
+        Ok(Self { model, tokenizer, device, cls, sep })
     }
 
-    /// The unit-length embedding of `text`.
+    /// The unit-length embedding of `text`. A text longer than [`MAX_TOKENS`] is cut into
+    /// consecutive chunks that fit (each between its own `[CLS]` and `[SEP]`), and its embedding
+    /// is the normalised mean of the chunks' mean-pooled token embeddings, weighted by their
+    /// tokens: every token counts, as none would past a truncation.
     pub fn embed(&self, text: &str) -> Result<Vec<f32>, EmbedError> {
+        let encoding = self.tokenizer.encode(text, false).map_err(|e| EmbedError::Run(e.to_string()))?;
+        let ids = encoding.get_ids();
+        let mut sum = vec![0f32; 0];
+        for piece in ids.chunks(MAX_TOKENS - 2).chain(ids.is_empty().then_some(&[][..])) {
+            let mut chunk = Vec::with_capacity(piece.len() + 2);
+            chunk.push(self.cls);
+            chunk.extend_from_slice(piece);
+            chunk.push(self.sep);
+            let pooled = self.pooled(&chunk)?;
+            if sum.is_empty() {
+                sum = vec![0f32; pooled.len()];
+            }
+            for (s, p) in sum.iter_mut().zip(&pooled) {
+                *s += p * chunk.len() as f32;
+            }
+        }
+        let norm = sum.iter().map(|x| x * x).sum::<f32>().sqrt();
+        if norm == 0.0 {
+            return Err(EmbedError::Run("the embedding is zero".into()));
+        }
+        Ok(sum.into_iter().map(|x| x / norm).collect())
+    }
+
+    /// The mean of the token embeddings of one chunk (at most [`MAX_TOKENS`] ids, special tokens
+    /// included), as sentence-transformers pools them.
+    fn pooled(&self, ids: &[u32]) -> Result<Vec<f32>, EmbedError> {
         let run = |e: candle_core::Error| EmbedError::Run(e.to_string());
-        let encoding = self.tokenizer.encode(text, true).map_err(|e| EmbedError::Run(e.to_string()))?;
-        let ids = Tensor::new(encoding.get_ids(), &self.device).map_err(run)?.unsqueeze(0).map_err(run)?;
-        let types =
-            Tensor::new(encoding.get_type_ids(), &self.device).map_err(run)?.unsqueeze(0).map_err(run)?;
-        let mask = Tensor::new(encoding.get_attention_mask(), &self.device)
-            .map_err(run)?
-            .unsqueeze(0)
-            .map_err(run)?;
+        let types = vec![0u32; ids.len()];
+        let ids = Tensor::new(ids, &self.device).map_err(run)?.unsqueeze(0).map_err(run)?;
+        let types = Tensor::new(types.as_slice(), &self.device).map_err(run)?.unsqueeze(0).map_err(run)?;
+        let mask = ids.ones_like().map_err(run)?;
         let hidden = self.model.forward(&ids, &types, Some(&mask)).map_err(run)?;
-        // Mean over the real tokens (the mask), then L2 normalisation.
-        let mask_f = mask.to_dtype(DType::F32).map_err(run)?.unsqueeze(2).map_err(run)?;
-        let summed = hidden.broadcast_mul(&mask_f).map_err(run)?.sum(1).map_err(run)?;
-        let count = mask_f.sum(1).map_err(run)?;
-        let mean = summed.broadcast_div(&count).map_err(run)?;
-        let norm = mean.sqr().map_err(run)?.sum_keepdim(1).map_err(run)?.sqrt().map_err(run)?;
-        let unit = mean.broadcast_div(&norm).map_err(run)?;
-        unit.squeeze(0).map_err(run)?.to_vec1::<f32>().map_err(run)
+        let mean = hidden.mean(1).map_err(run)?;
+        mean.squeeze(0).map_err(run)?.to_vec1::<f32>().map_err(run)
     }
 
     /// Cosine similarity of two texts' embeddings, in [-1, 1].
@@ -158,5 +180,19 @@ mod tests {
             near > 0.6 && unrelated < 0.2 && near > unrelated + 0.4,
             "near {near}, unrelated {unrelated}"
         );
+
+        // A text past 256 tokens: what comes after the first chunk counts (a truncating model
+        // would see only the unrelated start).
+        let long = format!("{} {}", far.repeat(20), truth.repeat(20));
+        assert!(
+            embedder.tokenizer.encode(long.as_str(), false).expect("tokens").get_ids().len() > 2 * MAX_TOKENS
+        );
+        let first_chunk_only = far.repeat(20);
+        let whole = embedder.similarity(&long, truth).expect("sim");
+        let start = embedder.similarity(&first_chunk_only, truth).expect("sim");
+        assert!(whole > start + 0.3, "the long text {whole}, its start alone {start}");
+        assert!((embedder.similarity(&long, &long).expect("sim") - 1.0).abs() < 1e-4);
+        // Short texts are embedded as before: one chunk, [CLS] text [SEP].
+        assert_eq!(embedder.embed("").map(|e| e.len()).ok(), Some(384));
     }
 }

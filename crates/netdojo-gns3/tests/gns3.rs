@@ -927,6 +927,7 @@ mod server {
             application: "netconf".into(),
             level: 1,
             label: "two hosts".into(),
+            domain: None,
             seed: None,
             query: "PC1 and PC2 reach each other".into(),
             setup: json!({"gns3": {"nodes": {

@@ -82,6 +82,7 @@ impl TaskGenerator for K8sGenerator {
             application: APPLICATION.into(),
             level,
             label: label.into(),
+            domain: None,
             seed: Some(seed),
             query: SYMPTOM.into(),
             setup: json!({"workload": "online-boutique"}),

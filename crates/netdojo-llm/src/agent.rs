@@ -530,6 +530,7 @@ mod tests {
             application: application.into(),
             level: 1,
             label: "l".into(),
+            domain: None,
             seed: None,
             query: "q".into(),
             setup: Value::Null,

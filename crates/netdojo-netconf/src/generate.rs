@@ -225,6 +225,7 @@ impl NetconfGenerator {
             application: ENV.into(),
             level,
             label: label.into(),
+            domain: Some("routing".into()),
             seed: Some(seed),
             query: config.intents.join("\n"),
             setup: Value::Null,

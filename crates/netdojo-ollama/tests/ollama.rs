@@ -20,6 +20,7 @@ fn task() -> Task {
         application: "routing".into(),
         level: 1,
         label: "test".into(),
+        domain: None,
         seed: None,
         query: "h1 cannot reach h3".into(),
         setup: Value::Null,

@@ -92,6 +92,7 @@ mod tests {
             application: "dcgraph".into(),
             level: 1,
             label: "add".into(),
+            domain: None,
             seed: None,
             query: "q".into(),
             setup: json!(null),

@@ -1,5 +1,7 @@
 //! Statistics over a run's records: rates with the standard error of a Bernoulli mean and a
-//! 95% confidence interval `p ± 1.96·SEM` (seed 003 §4.1), per level and label and overall.
+//! 95% confidence interval `p ± 1.96·SEM` (seed 003 §4.1), means of value metrics with theirs
+//! (`mean ± 1.96·s/√n`), per level and label, per domain (where tasks have one) and overall;
+//! and NetConfBench's score tuple (S_reasoning, S_command, S_testcase, seed 001 §3.2).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -35,12 +37,16 @@ impl Proportion {
     }
 }
 
-/// One row of a summary: a (level, label) group, or all episodes.
+/// One row of a summary: a (level, label) group, a domain's episodes, or all episodes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SummaryRow {
-    /// `None` for the overall row.
+    /// `None` for a domain's row and the overall row.
     pub level: Option<u8>,
+    /// The group's label; `domain:NAME` for a domain's row, `all` for the overall row.
     pub label: String,
+    /// A domain's row: the domain.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub domain: Option<String>,
     /// Completed (scored) episodes.
     pub n: usize,
     /// Episodes that could not be run or scored; not in the rates.
@@ -51,7 +57,19 @@ pub struct SummaryRow {
     pub medians: BTreeMap<String, f64>,
     /// Means of value metrics (`wall_s`, `checks_passed`...).
     pub means: BTreeMap<String, f64>,
+    /// The 95% confidence interval of each mean, `mean ± 1.96·s/√n` (s the sample standard
+    /// deviation), clamped to the metric's [0, 1] when it is a score.
+    #[serde(default)]
+    pub mean_ci95: BTreeMap<String, (f64, f64)>,
 }
+
+/// NetConfBench's score tuple (seed 001 §3.2): each score's metric, first found first.
+pub const NETCONFBENCH_TUPLE: [(&str, &[&str]); 3] = [
+    // The judge-condensed trace's similarity, else the concatenated turns' (named for what it is).
+    ("S_reasoning", &["reasoning", "reasoning_concat"]),
+    ("S_command", &["command_f1"]),
+    ("S_testcase", &["checks_passed"]),
+];
 
 /// A run's summary.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -70,15 +88,61 @@ impl Summary {
         }
         let mut rows: Vec<SummaryRow> =
             groups.into_iter().map(|((level, label), rs)| row(Some(level), label, &rs)).collect();
+        let mut domains: BTreeMap<String, Vec<&EpisodeRecord>> = BTreeMap::new();
+        for r in &all {
+            if let Some(d) = &r.domain {
+                domains.entry(d.clone()).or_default().push(r);
+            }
+        }
+        for (domain, rs) in domains {
+            let mut r = row(None, format!("domain:{domain}"), &rs);
+            r.domain = Some(domain);
+            rows.push(r);
+        }
         rows.push(row(None, "all".into(), &all));
         Self { rows }
     }
 
-    pub fn overall(&self) -> Option<&SummaryRow> {
-        self.rows.iter().find(|r| r.level.is_none())
+    /// NetConfBench's tuple as a text table, per domain and overall, when the run has its
+    /// metrics (`None` otherwise).
+    pub fn render_tuple(&self) -> Option<String> {
+        let metric_of = |names: &[&str]| {
+            names.iter().find(|n| self.rows.iter().any(|r| r.means.contains_key(**n))).map(|n| n.to_string())
+        };
+        let columns: Vec<(&str, String)> = NETCONFBENCH_TUPLE
+            .iter()
+            .filter_map(|(score, names)| Some((*score, metric_of(names)?)))
+            .collect();
+        if columns.is_empty() {
+            return None;
+        }
+        let mut out = String::new();
+        let _ = write!(out, "{:<18} {:>5}", "NetConfBench", "n");
+        for (score, metric) in &columns {
+            let _ = write!(out, "  {:>24}", format!("{score} ({metric})"));
+        }
+        out.push('\n');
+        for r in self.rows.iter().filter(|r| r.level.is_none()) {
+            let name = r.domain.clone().unwrap_or_else(|| r.label.clone());
+            let _ = write!(out, "{name:<18} {:>5}", r.n);
+            for (_, metric) in &columns {
+                let cell = match (r.means.get(metric), r.mean_ci95.get(metric)) {
+                    (Some(m), Some((lo, hi))) => format!("{m:.3} [{lo:.3}, {hi:.3}]"),
+                    _ => "-".into(),
+                };
+                let _ = write!(out, "  {cell:>24}");
+            }
+            out.push('\n');
+        }
+        Some(out)
     }
 
-    /// The summary as a text table.
+    pub fn overall(&self) -> Option<&SummaryRow> {
+        self.rows.iter().find(|r| r.level.is_none() && r.domain.is_none())
+    }
+
+    /// The summary as a text table (summary.txt, what `eval` and `report` print), followed by
+    /// NetConfBench's tuple when the run has its metrics.
     pub fn render(&self) -> String {
         let rate_names: Vec<String> = {
             let mut names: Vec<String> = self.rows.iter().flat_map(|r| r.rates.keys().cloned()).collect();
@@ -110,6 +174,10 @@ impl Summary {
             let wall = r.means.get("wall_s").map(|s| format!("{s:.3}")).unwrap_or_else(|| "-".into());
             let _ = writeln!(out, "  {steps:>9}  {wall:>11}");
         }
+        if let Some(tuple) = self.render_tuple() {
+            out.push('\n');
+            out.push_str(&tuple);
+        }
         out
     }
 }
@@ -136,12 +204,32 @@ fn row(level: Option<u8>, label: String, records: &[&EpisodeRecord]) -> SummaryR
     SummaryRow {
         level,
         label,
+        domain: None,
         n: completed.len(),
         errored: records.len() - completed.len(),
         rates: passes.into_iter().map(|(k, (s, n))| (k, Proportion::new(s, n))).collect(),
         medians: counts.into_iter().map(|(k, v)| (k, median(v))).collect(),
+        mean_ci95: values.iter().map(|(k, v)| (k.clone(), mean_ci95(k, v))).collect(),
         means: values.into_iter().map(|(k, v)| (k, v.iter().sum::<f64>() / v.len() as f64)).collect(),
     }
+}
+
+/// The value metrics that are scores in [0, 1]: their intervals are clamped to it.
+const UNIT_SCORES: [&str; 6] =
+    ["checks_passed", "command_f1", "command_precision", "command_recall", "reasoning", "reasoning_concat"];
+
+/// `mean ± 1.96·s/√n`, clamped to [0, 1] for a score ([`UNIT_SCORES`]). One value has no
+/// spread to estimate: its interval is the value.
+fn mean_ci95(name: &str, values: &[f64]) -> (f64, f64) {
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    if values.len() < 2 {
+        return (mean, mean);
+    }
+    let variance = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    let half = 1.96 * (variance / n).sqrt();
+    let (lo, hi) = (mean - half, mean + half);
+    if UNIT_SCORES.contains(&name) { (lo.max(0.0), hi.min(1.0)) } else { (lo, hi) }
 }
 
 /// The median (mean of the two middle values for an even count).
@@ -172,6 +260,7 @@ mod tests {
             application: "dcgraph".into(),
             level,
             label: label.into(),
+            domain: None,
             agent: "a".into(),
             status,
             error: None,
@@ -222,5 +311,39 @@ mod tests {
         assert_eq!((all.n, all.errored), (3, 1));
         assert!((all.rates["correct"].rate - 2.0 / 3.0).abs() < 1e-12);
         insta::assert_snapshot!(s.render());
+        assert!(s.render_tuple().is_none(), "no NetConfBench metric, no tuple");
+    }
+
+    fn netconf(id: usize, domain: &str, testcases: f64, f1: f64, reasoning: f64) -> EpisodeRecord {
+        let mut r = rec(id, 1, &format!("task {id}"), testcases == 1.0, 3, EpisodeStatus::Completed);
+        r.domain = Some(domain.into());
+        r.metrics.extend([
+            Metric::value("checks_passed", testcases),
+            Metric::value("command_f1", f1),
+            Metric::value("reasoning_concat", reasoning),
+        ]);
+        r
+    }
+
+    #[test]
+    fn netconfbench_tuple_per_domain_with_confidence_intervals() {
+        let records = vec![
+            netconf(0, "routing", 1.0, 1.0, 0.8),
+            netconf(1, "routing", 0.5, 0.6, 0.6),
+            netconf(2, "routing", 0.0, 0.2, 0.4),
+            netconf(3, "security", 1.0, 0.9, 0.7),
+        ];
+        let s = Summary::from_records(&records);
+        let routing = s.rows.iter().find(|r| r.domain.as_deref() == Some("routing")).expect("routing row");
+        assert_eq!((routing.level, routing.n), (None, 3));
+        assert!((routing.means["checks_passed"] - 0.5).abs() < 1e-12);
+        // s = 0.5, n = 3: 0.5 ± 1.96·0.5/√3, clamped to [0, 1].
+        let (lo, hi) = routing.mean_ci95["checks_passed"];
+        let half = 1.96 * 0.5 / 3f64.sqrt();
+        assert!((lo - (0.5 - half).max(0.0)).abs() < 1e-12 && (hi - (0.5 + half).min(1.0)).abs() < 1e-12);
+        let security = s.rows.iter().find(|r| r.domain.as_deref() == Some("security")).expect("security");
+        assert_eq!(security.mean_ci95["command_f1"], (0.9, 0.9), "one value: no spread");
+        assert_eq!(s.overall().map(|r| r.n), Some(4));
+        insta::assert_snapshot!(s.render_tuple().expect("the tuple"));
     }
 }

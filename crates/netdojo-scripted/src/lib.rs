@@ -271,6 +271,7 @@ mod tests {
             application: "test".into(),
             level: 1,
             label: "x".into(),
+            domain: None,
             seed: None,
             query: "q".into(),
             setup: Value::Null,

@@ -224,7 +224,7 @@ fn bad_input_gives_one_clear_line_and_a_failure_code() {
     let bad_suite = tmp.path().join("bad.jsonl");
     fs::write(&bad_suite, "{\"id\": \"x\"}\n").expect("write");
     let bad = bad_suite.to_str().expect("path");
-    let cases: [(&[&str], &str); 9] = [
+    let cases: [(&[&str], &str); 11] = [
         (
             &["eval", "--env", "nope"],
             "unknown environment `nope` (known: dcgraph, routing, netconf, k8s, gns3)",
@@ -239,6 +239,12 @@ fn bad_input_gives_one_clear_line_and_a_failure_code() {
         (&["eval", "--suite", bad], "bad.jsonl:1"),
         (&["eval", "--resume", "/nonexistent/run"], "/nonexistent/run"),
         (&["eval", "--queries", "many"], "invalid value 'many' for '--queries"),
+        (
+            &["eval", "--domain", "routing,bgp"],
+            "--domain bgp: unknown domain (domains: routing, policy, security, qos)",
+        ),
+        // dcgraph's queries have no domain: a domain filter keeps none, and says so.
+        (&["eval", "--domain", "qos", "--queries", "3"], "no task of 3 generated queries matches the filter"),
         // --env gns3 looks the task up in the GNS3 suite (relative: not there from the test's
         // directory).
         (&["mcp", "serve", "--env", "gns3", "--task", "nope"], "--suite testdata/gns3: "),
@@ -250,6 +256,44 @@ fn bad_input_gives_one_clear_line_and_a_failure_code() {
         assert!(stderr.contains(expected), "{args:?}: expected {expected:?} in:\n{stderr}");
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
     }
+}
+
+#[test]
+fn level_and_label_filters_select_the_generated_queries_they_name() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let all = tmp.path().join("all");
+    ok(&["eval", "--queries", "36", "--quiet", "--out", all.to_str().expect("path")]);
+    let records = |dir: &Path| -> Vec<Value> {
+        fs::read_to_string(dir.join("episodes.jsonl"))
+            .expect("episodes")
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("record"))
+            .collect()
+    };
+    let everything = records(&all);
+    let dir = tmp.path().join("filtered");
+    ok(&[
+        "eval",
+        "--queries",
+        "36",
+        "--level",
+        "2",
+        "--label",
+        "remove-count,add-rank",
+        "--quiet",
+        "--out",
+        dir.to_str().expect("path"),
+    ]);
+    let kept = records(&dir);
+    let expected: Vec<&Value> = everything
+        .iter()
+        .filter(|r| {
+            r["level"] == 2 && ["remove-count", "add-rank"].contains(&r["label"].as_str().unwrap_or(""))
+        })
+        .collect();
+    assert!(!expected.is_empty(), "36 queries hold some of these labels");
+    let ids = |rs: &[&Value]| rs.iter().map(|r| r["task_id"].to_string()).collect::<Vec<_>>();
+    assert_eq!(ids(&kept.iter().collect::<Vec<_>>()), ids(&expected));
 }
 
 #[test]

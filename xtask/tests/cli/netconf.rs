@@ -41,7 +41,27 @@ fn the_oracle_passes_every_testcase_and_noop_fails_one_in_every_task() {
         return;
     }
     let tmp = tempfile::tempdir().expect("tempdir");
-    for r in records("oracle", &tmp.path().join("oracle")) {
+    let oracle = tmp.path().join("oracle");
+    let records_of_oracle = records("oracle", &oracle);
+    // The summary: a row per domain, and NetConfBench's tuple per domain and overall.
+    let summary = crate::common::summary(&oracle);
+    for domain in ["routing", "policy", "security", "qos"] {
+        let row = crate::common::rows(&summary)
+            .iter()
+            .find(|r| r["domain"] == domain)
+            .unwrap_or_else(|| panic!("no {domain} row: {summary}"));
+        let n = records_of_oracle.iter().filter(|r| r["domain"] == domain).count();
+        assert!(n > 0 && row["n"] == n, "{domain}: {row}");
+        assert_eq!(row["means"]["command_f1"], 1.0, "{row}");
+        assert_eq!(row["mean_ci95"]["checks_passed"], serde_json::json!([1.0, 1.0]), "{row}");
+    }
+    let text = std::fs::read_to_string(oracle.join("summary.txt")).expect("summary.txt");
+    for cell in
+        ["S_reasoning (reasoning_concat)", "S_command (command_f1)", "S_testcase (checks_passed)", "qos"]
+    {
+        assert!(text.contains(cell), "{cell} not in:\n{text}");
+    }
+    for r in records_of_oracle {
         assert_eq!(r["status"], "completed", "{r}");
         assert_eq!(metric(&r, "checks_passed"), 1.0, "{r}");
         assert_eq!(metric(&r, "command_f1"), 1.0, "the ground truth's own edits score F1 = 1: {r}");

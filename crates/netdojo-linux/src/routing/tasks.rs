@@ -86,6 +86,7 @@ impl RoutingGenerator {
             application: APPLICATION.into(),
             level,
             label: label.into(),
+            domain: None,
             seed: Some(seed),
             query: SYMPTOM.into(),
             setup: json!({"subnets": layout.subnets.len(), "hosts_per_subnet": hosts}),

@@ -26,6 +26,7 @@ fn task_with(kind: FaultKind, method: &str, seed: u64) -> Task {
         application: "routing".into(),
         level: 1,
         label: kind.abbrev().into(),
+        domain: None,
         seed: Some(seed),
         query: String::new(),
         setup: json!({"subnets": 3, "hosts_per_subnet": 2}),
