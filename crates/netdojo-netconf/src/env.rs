@@ -409,7 +409,10 @@ const NETCONF_ANI: ani::Texts<'static> = ani::Texts {
          `linux`: nft, tc or ip commands on the router itself (packet filtering, QoS), one \
          command each, no shell. Answers each command with `success` or the device's \
          error; commands after a failing one are still applied.",
-    execute_cmd: "Run one read-only command (`show ...`) on one device and return its output.",
+    execute_cmd: "Run one read-only command on one device and return its output. Dialect `frr` \
+         (the default): a vtysh `show ...` command. Dialect `linux`: the read-only form of an \
+         nft, tc or ip command on the router itself (`nft list ruleset`, `tc qdisc show`, `ip \
+         route show`), one command, no shell.",
     dialects: &["frr", "linux"],
 };
 
@@ -432,7 +435,8 @@ impl Environment for NetconfEnv {
         Ok(format!(
             "You are a network engineer. Configure the routers of this network (FRRouting, vtysh \
              syntax) so that it meets these intents:\n{intents}\nDevices: {}. Links:\n{}\n\nUse \
-             get-topology, get-running-cfg and execute-cmd (read-only `show` commands) to look, \
+             get-topology, get-running-cfg and execute-cmd (read-only: `show` commands, or nft, tc \
+             and ip reads with dialect linux) to look, \
              update-cfg to change a device's configuration, and call `finish` when every intent is met.",
             config.topology.nodes.join(", "),
             config.topology.links.iter().map(|l| format!("- {}", l.trim())).collect::<Vec<_>>().join("\n")

@@ -4,3 +4,4 @@
 
 mod ani;
 mod containment;
+mod runner;
