@@ -5,3 +5,4 @@
 mod ani;
 mod containment;
 mod runner;
+mod testcases;
