@@ -135,3 +135,34 @@ fn a_testcase_no_backend_could_run_is_refused_at_load_naming_file_and_field() {
         );
     }
 }
+
+/// The seed's §4.1 example as the draft prints it, less the `...` that are not JSON.
+#[test]
+fn the_drafts_example_loads_and_its_testcases_resolve_to_newyork() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/netconf-draft/draft-example.json");
+    let suite = StaticSuite::load(&path).expect("the draft's example loads");
+    let task = suite.tasks().next().expect("one task").expect("valid");
+    assert_eq!((task.id.as_str(), task.label.as_str()), ("draft-example", "Static Routing"));
+    let netdojo_core::TaskKind::Config(config) = &task.kind else { panic!("a configuration task") };
+    assert_eq!(
+        config.topology.links,
+        ["NewYork S0/0 <-> Washington S0/0 ", "NewYork S0/1 <-> Washington S0/1"]
+    );
+    assert!(
+        config.startup_configs["NewYork"]
+            .starts_with("!\r\nversion 12.4\r\nservice timestamps debug datetime msec\r\n")
+    );
+    let resolved: Vec<(String, Vec<&str>)> = config
+        .testcases
+        .iter()
+        .map(|tc| {
+            let device =
+                netdojo_core::testcase::testcase_device(tc, &config.topology.nodes).expect("a device");
+            let checks =
+                netdojo_core::testcase::route_checks(tc.expected_result.as_ref().expect("expected_result"))
+                    .expect("checks");
+            (device, checks.iter().map(|c| c.key()).collect())
+        })
+        .collect();
+    assert_eq!(resolved, [("NewYork".to_string(), vec!["protocol", "next_hop"])]);
+}
