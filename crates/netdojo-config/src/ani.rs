@@ -19,7 +19,9 @@ pub struct Texts<'a> {
     pub update_cfg: &'a str,
     /// `execute-cmd`'s description: the read-only commands it runs.
     pub execute_cmd: &'a str,
-    /// The values of `update-cfg`'s optional `dialect` argument; empty: no such argument.
+    /// The values of the optional `dialect` argument of `update-cfg` and `execute-cmd`; empty:
+    /// no such argument. Both take it: a state an agent can change in a dialect must be
+    /// readable in it too.
     pub dialects: &'a [&'a str],
 }
 
@@ -29,8 +31,10 @@ pub fn tool_specs(texts: &Texts) -> Vec<ToolSpec> {
         "device": {"type": "string"},
         "commands": {"type": "array", "items": {"type": "string"}},
     });
+    let mut execute = json!({"device": {"type": "string"}, "command": {"type": "string"}});
     if !texts.dialects.is_empty() {
         update["dialect"] = json!({"type": "string", "enum": texts.dialects});
+        execute["dialect"] = json!({"type": "string", "enum": texts.dialects});
     }
     vec![
         ToolSpec::new(
@@ -50,10 +54,7 @@ pub fn tool_specs(texts: &Texts) -> Vec<ToolSpec> {
         ToolSpec::new(
             EXECUTE_CMD,
             texts.execute_cmd,
-            ToolSpec::object_schema(
-                json!({"device": {"type": "string"}, "command": {"type": "string"}}),
-                &["device", "command"],
-            ),
+            ToolSpec::object_schema(execute, &["device", "command"]),
         ),
     ]
 }

@@ -15,6 +15,9 @@ pub enum TaskError {
     Parse { path: PathBuf, line: Option<usize>, message: String },
     #[error("task {task_id}: field `{field}`: {message}")]
     Invalid { task_id: String, field: String, message: String },
+    /// An invalid task as read from its file: the file and the field name where to fix it.
+    #[error("{path}: {field}: {message}")]
+    InvalidIn { path: PathBuf, task_id: String, field: String, message: String },
     #[error("task generator `{generator}`: {message}")]
     Generate { generator: String, message: String },
 }

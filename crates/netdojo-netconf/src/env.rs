@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use netdojo_config::ani;
 use netdojo_core::task::parse_link;
+use netdojo_core::testcase;
 use netdojo_core::{
     Check, ConfigTask, EnvError, Environment, EnvironmentFactory, Observation, Outcome, StateCheck, Task,
     TaskKind, Testcase, ToolCall, ToolSpec,
@@ -22,6 +23,8 @@ use netdojo_linux::network::Network;
 use netdojo_linux::preflight::Need;
 use netdojo_linux::topology::{Body, Link, Node, NodeKind, Topology, indexmap_lite::OrderedMap};
 use netdojo_linux::vty;
+
+use crate::routes;
 
 pub const ENV: &str = "netconf";
 
@@ -246,15 +249,40 @@ impl NetconfEnv {
         Ok(netdojo_config::score::score(&devices))
     }
 
-    /// Runs one testcase's commands; the output is what the expected regex is matched on.
-    async fn run_testcase(&self, tc: &Testcase) -> Result<(bool, String), String> {
-        let device = tc.device.as_deref().ok_or("the testcase names no device")?;
-        if tc.commands.is_empty() {
-            return Err(
-                "the testcase has no commands (the §4.1 shape with only expected_result cannot be run)"
-                    .into(),
-            );
+    /// Runs one testcase on its device: its commands, whose output the `expected_output`
+    /// regular expression must match (§4.3), and its `expected_result`, which one route of the
+    /// routing table must meet (§4.1); both when it has both. `Err` is a testcase that could not
+    /// run, which fails it.
+    async fn run_testcase(&self, tc: &Testcase, nodes: &[String]) -> Result<(bool, String), String> {
+        let device = testcase::testcase_device(tc, nodes)?;
+        let mut passed = true;
+        let mut output = String::new();
+        if !tc.commands.is_empty() {
+            let (pass, out) = self.run_commands(tc, &device).await?;
+            passed &= pass;
+            output.push_str(&out);
         }
+        if let Some(expected) = &tc.expected_result {
+            let checks = testcase::route_checks(expected)
+                .map_err(|e| format!("expected_result.{}: {}", e.key, e.message))?;
+            let frr = self.router(&device).ok_or_else(|| format!("unknown device `{device}`"))?;
+            let out = frr
+                .vtysh(&["-c", routes::show_command(&checks)], Duration::from_secs(10))
+                .await
+                .map_err(|e| e.to_string())?;
+            let table: Value = serde_json::from_str(&out.text())
+                .map_err(|e| format!("{device}'s routing table is not JSON: {e}"))?;
+            let (pass, out) = routes::check(&table, &checks);
+            passed &= pass;
+            output.push_str(&out);
+        } else if tc.commands.is_empty() {
+            return Err("the testcase has neither commands nor expected_result".into());
+        }
+        Ok((passed, output))
+    }
+
+    /// A §4.3 testcase's commands on `device`; the output is what the expected regex is matched on.
+    async fn run_commands(&self, tc: &Testcase, device: &str) -> Result<(bool, String), String> {
         let expected = tc.expected_output.as_deref().ok_or("the testcase has no expected_output")?;
         let re = regex::Regex::new(expected)
             .map_err(|e| format!("expected_output is not a regular expression: {e}"))?;
@@ -409,7 +437,10 @@ const NETCONF_ANI: ani::Texts<'static> = ani::Texts {
          `linux`: nft, tc or ip commands on the router itself (packet filtering, QoS), one \
          command each, no shell. Answers each command with `success` or the device's \
          error; commands after a failing one are still applied.",
-    execute_cmd: "Run one read-only command (`show ...`) on one device and return its output.",
+    execute_cmd: "Run one read-only command on one device and return its output. Dialect `frr` \
+         (the default): a vtysh `show ...` command. Dialect `linux`: the read-only form of an \
+         nft, tc or ip command on the router itself (`nft list ruleset`, `tc qdisc show`, `ip \
+         route show`), one command, no shell.",
     dialects: &["frr", "linux"],
 };
 
@@ -432,7 +463,8 @@ impl Environment for NetconfEnv {
         Ok(format!(
             "You are a network engineer. Configure the routers of this network (FRRouting, vtysh \
              syntax) so that it meets these intents:\n{intents}\nDevices: {}. Links:\n{}\n\nUse \
-             get-topology, get-running-cfg and execute-cmd (read-only `show` commands) to look, \
+             get-topology, get-running-cfg and execute-cmd (read-only: `show` commands, or nft, tc \
+             and ip reads with dialect linux) to look, \
              update-cfg to change a device's configuration, and call `finish` when every intent is met.",
             config.topology.nodes.join(", "),
             config.topology.links.iter().map(|l| format!("- {}", l.trim())).collect::<Vec<_>>().join("\n")
@@ -576,7 +608,8 @@ impl Environment for NetconfEnv {
         // run-testcases: every round runs them all, until one round passes them all or the
         // network had time to converge; the last round is the verdict. A testcase that checks
         // an absence (a route filtered out) passes trivially before routing converges, so a
-        // pass counts only together with the others, in the same round.
+        // pass counts only together with the others, in the same round. A testcase that cannot
+        // run fails like one that does not pass: the others still get their time to converge.
         let start = Instant::now();
         let mut results: Vec<Option<(bool, String)>>;
         let mut errors: Vec<Option<String>>;
@@ -584,14 +617,13 @@ impl Environment for NetconfEnv {
             results = vec![None; config.testcases.len()];
             errors = vec![None; config.testcases.len()];
             for (i, tc) in config.testcases.iter().enumerate() {
-                match self.run_testcase(tc).await {
+                match self.run_testcase(tc, &config.topology.nodes).await {
                     Ok(r) => results[i] = Some(r),
                     Err(e) => errors[i] = Some(e),
                 }
             }
             let all_pass = results.iter().all(|r| r.as_ref().is_some_and(|(p, _)| *p));
-            let broken = errors.iter().any(Option::is_some);
-            if all_pass || broken || start.elapsed() >= CONVERGENCE {
+            if all_pass || start.elapsed() >= CONVERGENCE {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(250)).await;

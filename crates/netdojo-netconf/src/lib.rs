@@ -4,10 +4,12 @@
 //!   Agent-Network Interface (§4.2) as tools, the Task Evaluation Interface (§4.3).
 //! - Configurations as trees, their diff and the command score live in netdojo-config, which
 //!   every backend that runs NetConfBench tasks shares.
+//! - [`routes`]: the seed's §4.1 testcases (`expected_result`) against FRR's routing table.
 //! - [`generate`]: a seeded generator of static-routing and OSPF tasks in the seed's schema.
 
 pub mod env;
 pub mod generate;
+pub mod routes;
 
 pub use env::{NetconfEnv, NetconfFactory};
 pub use generate::NetconfGenerator;

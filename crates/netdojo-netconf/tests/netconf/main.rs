@@ -4,3 +4,5 @@
 
 mod ani;
 mod containment;
+mod runner;
+mod testcases;
