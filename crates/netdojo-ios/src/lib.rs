@@ -415,14 +415,15 @@ impl Translator {
                 Some(w) if w.eq_ignore_ascii_case("any") => Ok(None),
                 Some(w) if w.eq_ignore_ascii_case("host") => {
                     let a = words.next().ok_or_else(|| untranslatable(line, "`host` without an address"))?;
-                    Ok(Some(a.to_string()))
+                    Ok(Some(ipv4(line, a)?))
                 }
+                // Every word that reaches an nft command is checked: an address is an address.
                 Some(a) => match words.peek().and_then(|w| wildcard_len(w)) {
                     Some(len) => {
                         words.next();
-                        Ok(Some(format!("{a}/{len}")))
+                        Ok(Some(format!("{}/{len}", ipv4(line, a)?)))
                     }
-                    None => Ok(Some(a.to_string())),
+                    None => Ok(Some(ipv4(line, a)?)),
                 },
                 None => Err(untranslatable(line, "an address is missing")),
             }
@@ -605,6 +606,12 @@ fn replace_word(text: &str, from: &str, to: &str) -> String {
     out
 }
 
+fn ipv4(line: &str, word: &str) -> Result<String, IosError> {
+    word.parse::<std::net::Ipv4Addr>()
+        .map(|a| a.to_string())
+        .map_err(|_| untranslatable(line, format!("`{word}` is not an IPv4 address")))
+}
+
 /// A port as IOS writes it: a number or one of its names (`www` is 80).
 fn port_number(line: &str, port: &str) -> Result<u16, IosError> {
     if let Ok(n) = port.parse() {
@@ -770,6 +777,7 @@ network 10.0.0.0 0.255.0.255 area 0",
             "ip route 10.0.0.0 255.0.255.0 1.2.3.4",
             "router ospf 1\n network 10.0.0.0 0.255.0.255 area 0",
             "access-list 101 permit gre any any",
+            "access-list 10 permit 1.1.1.1;flush",
         ] {
             let err = configuration(bad).expect_err(bad).to_string();
             let last = bad.lines().last().expect("a line").trim();

@@ -55,9 +55,26 @@ fn config_of(task: &Task) -> Result<&ConfigTask, EnvError> {
 /// started with its startup configuration.
 pub fn topology_of(task: &Task) -> Result<Topology, EnvError> {
     let config = config_of(task)?;
+    let ios = crate::ios::is_ios(config);
+    let numbered =
+        if ios { crate::ios::link_addresses(config).map_err(|e| task_err(task, e))? } else { vec![] };
     let mut nodes = Vec::new();
     for name in &config.topology.nodes {
-        let startup = config.startup_configs.get(name).map(|c| c.replace("\r\n", "\n"));
+        let mut startup = config.startup_configs.get(name).map(|c| c.replace("\r\n", "\n"));
+        if ios {
+            let (mut frr, _) = crate::ios::translate(startup.as_deref().unwrap_or_default().lines())
+                .map_err(|e| task_err(task, format!("field `startup_configs.{name}`: {e}")))?;
+            for (node, interface, address) in &numbered {
+                if node == name {
+                    frr.extend([
+                        format!("interface {interface}"),
+                        format!(" ip address {address}"),
+                        "exit".into(),
+                    ]);
+                }
+            }
+            startup = Some(frr.join("\n") + "\n");
+        }
         nodes.push((
             name.clone(),
             Node {
@@ -72,9 +89,16 @@ pub fn topology_of(task: &Task) -> Result<Topology, EnvError> {
     }
     let mut links = Vec::new();
     for (i, link) in config.topology.links.iter().enumerate() {
-        let ((a, ai), (b, bi)) = parse_link(link).ok_or_else(|| {
+        let ((a, mut ai), (b, mut bi)) = parse_link(link).ok_or_else(|| {
             task_err(task, format!("field `topology.links[{i}]`: `{link}` is not `A eth0 <-> B eth0`"))
         })?;
+        if ios {
+            let linux = |n: &str| {
+                crate::ios::linux_name(n)
+                    .map_err(|e| task_err(task, format!("field `topology.links[{i}]`: {e}")))
+            };
+            (ai, bi) = (linux(&ai)?, linux(&bi)?);
+        }
         links.push(Link { endpoints: [format!("{a}:{ai}"), format!("{b}:{bi}")], mtu: None });
     }
     let topology = Topology { name: task.id.clone(), topology: Body { nodes: OrderedMap(nodes), links } };
@@ -123,6 +147,7 @@ impl EnvironmentFactory for NetconfFactory {
             initial: BTreeMap::new(),
             initial_linux: BTreeMap::new(),
             task_id: String::new(),
+            ios: None,
         }))
     }
 }
@@ -138,6 +163,9 @@ pub struct NetconfEnv {
     /// Each device's Linux-side state (nft ruleset, qdiscs) right after reset.
     initial_linux: BTreeMap<String, String>,
     task_id: String,
+    /// An IOS-style task's interfaces (netdojo-ios translates its lines; what FRR prints shows
+    /// their IOS names); `None` for an FRR-style task.
+    ios: Option<Vec<netdojo_ios::Interface>>,
 }
 
 /// One command's result in `update-cfg`.
@@ -150,6 +178,14 @@ pub struct CommandResult {
 }
 
 impl NetconfEnv {
+    /// What FRR printed, with an IOS-style task's interfaces under their IOS names.
+    fn shown(&self, text: String) -> String {
+        match &self.ios {
+            Some(interfaces) => netdojo_ios::Translator::names_back(&text, interfaces),
+            None => text,
+        }
+    }
+
     fn runtime(&self, message: String) -> EnvError {
         EnvError::Runtime { env: ENV.into(), message }
     }
@@ -239,7 +275,14 @@ impl NetconfEnv {
                 message: format!("ground truth of {device}: {e}"),
             };
             if let Some(commands) = task.ground_truth_configs.get(device) {
-                expected.apply(commands, Dialect::Frr).map_err(truth_err)?;
+                if self.ios.is_some() {
+                    let (frr, linux) = crate::ios::translate(commands.iter().map(String::as_str))
+                        .map_err(|e| self.runtime(format!("ground truth of {device}: {e}")))?;
+                    expected.apply(&frr, Dialect::Frr).map_err(truth_err)?;
+                    expected.apply(&linux, Dialect::Linux).map_err(truth_err)?;
+                } else {
+                    expected.apply(commands, Dialect::Frr).map_err(truth_err)?;
+                }
             }
             if let Some(commands) = task.ground_truth_linux.get(device) {
                 expected.apply(commands, Dialect::Linux).map_err(truth_err)?;
@@ -263,6 +306,14 @@ impl NetconfEnv {
             output.push_str(&out);
         }
         if let Some(expected) = &tc.expected_result {
+            // An IOS-style task names IOS interfaces; FRR's table has their Linux names.
+            let mut expected = expected.clone();
+            if self.ios.is_some()
+                && let Some(name) = expected.get("interface").and_then(Value::as_str)
+            {
+                expected["interface"] = json!(crate::ios::linux_name(name).map_err(|e| e.to_string())?);
+            }
+            let expected = &expected;
             let checks = testcase::route_checks(expected)
                 .map_err(|e| format!("expected_result.{}: {}", e.key, e.message))?;
             let frr = self.router(&device).ok_or_else(|| format!("unknown device `{device}`"))?;
@@ -290,13 +341,21 @@ impl NetconfEnv {
         match tc.dialect.as_deref().unwrap_or("frr") {
             "frr" => {
                 let frr = self.router(device).ok_or_else(|| format!("unknown device `{device}`"))?;
+                let commands: Vec<String> = if self.ios.is_some() {
+                    tc.commands
+                        .iter()
+                        .map(|c| netdojo_ios::Translator::show(c).map_err(|e| e.to_string()))
+                        .collect::<Result<_, _>>()?
+                } else {
+                    tc.commands.clone()
+                };
                 let mut args = Vec::new();
-                for c in &tc.commands {
+                for c in &commands {
                     args.push("-c");
                     args.push(c.as_str());
                 }
                 let out = frr.vtysh(&args, Duration::from_secs(10)).await.map_err(|e| e.to_string())?;
-                output = out.text();
+                output = self.shown(out.text());
             }
             "linux" => {
                 let ns = self
@@ -458,11 +517,32 @@ impl Environment for NetconfEnv {
             .await
             .map_err(|e| EnvError::Setup { env: ENV.into(), message: e.to_string() })?;
         self.net = Some(Arc::new(net));
+        self.ios = crate::ios::is_ios(config).then(|| crate::ios::interfaces(config));
+        if self.ios.is_some() {
+            // What IOS's startup configuration holds that is Linux's on the router (a
+            // loopback's dummy interface, an ACL's nftables chain).
+            for (name, text) in &config.startup_configs {
+                let (_, linux) = crate::ios::translate(text.replace("\r\n", "\n").lines())
+                    .map_err(|e| task_err(task, format!("field `startup_configs.{name}`: {e}")))?;
+                let ns = self.net()?.ns_name(name).map(str::to_string).unwrap_or_default();
+                for line in linux {
+                    run_linux(&ns, &line, &exec::Policy::default())
+                        .await
+                        .map_err(|e| EnvError::Setup { env: ENV.into(), message: format!("{name}: {e}") })?;
+                }
+            }
+        }
         (self.initial, self.initial_linux) = self.export().await?;
         let intents: String = config.intents.iter().map(|i| format!("- {i}\n")).collect();
+        let syntax = if self.ios.is_some() {
+            "Cisco IOS syntax, translated for FRRouting: interfaces by their IOS names, `ip address A \
+             MASK`, `network A WILDCARD area N`"
+        } else {
+            "FRRouting, vtysh syntax"
+        };
         Ok(format!(
-            "You are a network engineer. Configure the routers of this network (FRRouting, vtysh \
-             syntax) so that it meets these intents:\n{intents}\nDevices: {}. Links:\n{}\n\nUse \
+            "You are a network engineer. Configure the routers of this network ({syntax}) so that it \
+             meets these intents:\n{intents}\nDevices: {}. Links:\n{}\n\nUse \
              get-topology, get-running-cfg and execute-cmd (read-only: `show` commands, or nft, tc \
              and ip reads with dialect linux) to look, \
              update-cfg to change a device's configuration, and call `finish` when every intent is met.",
@@ -509,12 +589,14 @@ impl Environment for NetconfEnv {
                         format!("{} <-> {}", side(&l.endpoints[0]), side(&l.endpoints[1]))
                     })
                     .collect();
+                let links: Vec<String> = links.into_iter().map(|l| self.shown(l)).collect();
                 let topology = json!({"topology": {"nodes": nodes, "links": links}});
                 Ok(Observation::ok(call, topology.to_string(), Some(topology)))
             }
             ani::GET_RUNNING_CFG => {
                 let Some(frr) = self.router(device) else { return Ok(unknown()) };
                 let running = frr.running_config().await.map_err(|e| self.runtime(e.to_string()))?;
+                let running = self.shown(running);
                 Ok(Observation::ok(call, running.clone(), Some(json!({"running_config": running}))))
             }
             ani::UPDATE_CFG => {
@@ -537,6 +619,21 @@ impl Environment for NetconfEnv {
                     "linux" => {
                         let ns = self.net()?.ns_name(device).map(str::to_string).unwrap_or_default();
                         update_linux(&ns, &commands).await.map_err(|e| self.runtime(e))?
+                    }
+                    "frr" if self.ios.is_some() => {
+                        // An IOS-style task: the agent's IOS lines, translated; one with no
+                        // translation is refused whole, naming the line, before anything runs.
+                        let (frr_lines, linux) =
+                            match crate::ios::translate(commands.iter().map(String::as_str)) {
+                                Ok(t) => t,
+                                Err(e) => return Ok(Observation::error(call, format!("refused: {e}"))),
+                            };
+                        let mut results = self.update(frr, &frr_lines).await?;
+                        if !linux.is_empty() {
+                            let ns = self.net()?.ns_name(device).map(str::to_string).unwrap_or_default();
+                            results.extend(update_linux(&ns, &linux).await.map_err(|e| self.runtime(e))?);
+                        }
+                        results
                     }
                     "frr" => self.update(frr, &commands).await?,
                     other => {
@@ -570,6 +667,16 @@ impl Environment for NetconfEnv {
                         }
                     });
                 }
+                let translated;
+                let command = if self.ios.is_some() {
+                    translated = match netdojo_ios::Translator::show(command) {
+                        Ok(c) => c,
+                        Err(e) => return Ok(Observation::error(call, format!("refused: {e}"))),
+                    };
+                    translated.as_str()
+                } else {
+                    command
+                };
                 // Checked before vtysh is spawned: a NUL byte or a huge line is the agent's
                 // failed step, not a broken environment.
                 let command = match vty::check_show_command(command) {
@@ -587,7 +694,7 @@ impl Environment for NetconfEnv {
                     .vtysh(&["-c", command], Duration::from_secs(10))
                     .await
                     .map_err(|e| self.runtime(e.to_string()))?;
-                let text = out.text();
+                let text = self.shown(out.text());
                 let mut obs = Observation::ok(call, text.clone(), Some(json!({"output": text})));
                 obs.ok = out.success();
                 Ok(obs)

@@ -5,10 +5,13 @@
 //! - Configurations as trees, their diff and the command score live in netdojo-config, which
 //!   every backend that runs NetConfBench tasks shares.
 //! - [`routes`]: the seed's §4.1 testcases (`expected_result`) against FRR's routing table.
+//! - [`ios`]: tasks written in Cisco IOS style, translated by netdojo-ios (interface names,
+//!   startup configurations, ground truth, the agent's commands, show commands and testcases).
 //! - [`generate`]: a seeded generator of static-routing and OSPF tasks in the seed's schema.
 
 pub mod env;
 pub mod generate;
+pub mod ios;
 pub mod routes;
 
 pub use env::{NetconfEnv, NetconfFactory};

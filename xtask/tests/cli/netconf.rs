@@ -77,3 +77,32 @@ fn the_oracle_passes_every_testcase_and_noop_fails_one_in_every_task() {
         );
     }
 }
+
+/// The seed's own §4.1 example, as the draft prints it (IOS interface names, IOS startup
+/// configurations, a §4.1 testcase): translated for FRR, the oracle solves it and the no-op
+/// agent does not.
+#[test]
+fn the_drafts_own_example_runs_as_written() {
+    if !frr_or_skip("the draft's example") {
+        return;
+    }
+    let suite = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/netconf-draft");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    for (agent, solved) in [("oracle", true), ("noop", false)] {
+        let dir = tmp.path().join(agent);
+        let out = Command::new(env!("CARGO_BIN_EXE_xtask"))
+            .args(["eval", "--env", "netconf", "--agent", agent, "--quiet", "--suite"])
+            .arg(&suite)
+            .arg("--out")
+            .arg(&dir)
+            .output()
+            .expect("run xtask");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let text = std::fs::read_to_string(dir.join("episodes.jsonl")).expect("episodes");
+        let r: serde_json::Value =
+            serde_json::from_str(text.lines().next().expect("one record")).expect("record");
+        assert_eq!(r["status"], "completed", "{r}");
+        assert_eq!(metric(&r, "checks_passed"), if solved { 1.0 } else { 0.0 }, "{agent}: {r}");
+        assert_eq!(metric(&r, "command_f1"), if solved { 1.0 } else { 0.0 }, "{agent}: {r}");
+    }
+}
