@@ -821,14 +821,16 @@ pub(crate) fn is_named_acl_header(line: &str) -> bool {
     )
 }
 
-/// The sequence numbers FRR gives a list's entries: a number typed with the entry, else the
-/// highest so far rounded down to a multiple of 5, plus 5.
-pub(crate) fn effective_seqs(entries: &[Option<u64>]) -> Vec<u64> {
+/// The sequence numbers a device gives a list's entries: a number typed with the entry, else,
+/// for IOS's named access-lists (`group` is `entries`), the highest so far plus 10, and for
+/// FRR's lists the highest so far rounded down to a multiple of 5, plus 5.
+pub(crate) fn effective_seqs(group: &str, entries: &[Option<u64>]) -> Vec<u64> {
+    let ios = group == "entries";
     let mut max = 0;
     entries
         .iter()
         .map(|seq| {
-            let s = seq.unwrap_or((max / 5) * 5 + 5);
+            let s = seq.unwrap_or(if ios { max + 10 } else { (max / 5) * 5 + 5 });
             max = max.max(s);
             s
         })
@@ -877,13 +879,24 @@ fn apply_stmt(nodes: &mut Vec<Node>, stmt: Stmt) {
     }
 }
 
-/// The section to enter for a context line: that line, or the ordered entry it names.
+/// The section to enter for a context line: that line, or the ordered entry it names (by its
+/// number where it has one: `route-map RM deny 10` enters entry 10 whatever its action).
 fn find_section(siblings: &[Node], context: &[String], line: &str) -> Option<usize> {
     siblings.iter().position(|n| n.line == line).or_else(|| {
         let want = entry(context, line)?;
-        siblings
+        let members: Vec<(usize, Entry)> = siblings
             .iter()
-            .position(|n| entry(context, &n.line).is_some_and(|e| e.group == want.group && e.key == want.key))
+            .enumerate()
+            .filter_map(|(i, n)| entry(context, &n.line).filter(|e| e.group == want.group).map(|e| (i, e)))
+            .collect();
+        match want.seq {
+            Some(s) => {
+                let seqs =
+                    effective_seqs(&want.group, &members.iter().map(|(_, e)| e.seq).collect::<Vec<_>>());
+                seqs.iter().position(|&x| x == s).map(|k| members[k].0)
+            }
+            None => members.iter().find(|(_, e)| e.key == want.key).map(|(i, _)| *i),
+        }
     })
 }
 
@@ -930,7 +943,7 @@ fn set_entry(siblings: &mut Vec<Node>, context: &[String], line: &str, new: Entr
         .enumerate()
         .filter_map(|(i, n)| entry(context, &n.line).filter(|e| e.group == new.group).map(|e| (i, e)))
         .collect();
-    let seqs = effective_seqs(&members.iter().map(|(_, e)| e.seq).collect::<Vec<_>>());
+    let seqs = effective_seqs(&new.group, &members.iter().map(|(_, e)| e.seq).collect::<Vec<_>>());
     let after_last = members.last().map_or(siblings.len(), |(i, _)| i + 1);
     match new.seq {
         Some(s) => {
@@ -1560,7 +1573,8 @@ mod tests {
         let chain = ["table inet filter".to_string(), "chain input".to_string()];
         assert!(entry(&chain, "policy accept").is_none());
         assert!(entry(&chain, "tcp dport 22 accept").is_some());
-        assert_eq!(effective_seqs(&[None, None, Some(7), None]), [5, 10, 7, 15]);
+        assert_eq!(effective_seqs("access-list 1", &[None, None, Some(7), None]), [5, 10, 7, 15]);
+        assert_eq!(effective_seqs("entries", &[None, Some(15), None]), [10, 15, 25]);
     }
 
     #[test]

@@ -21,20 +21,28 @@
 //! - the entries of one route-map (`route-map NAME permit|deny N`, with what is under them),
 //! - the rules of one nftables chain.
 //!
-//! An entry's position is its sequence number where it has one and FRR's numbering where it
-//! has none (the highest so far, rounded down to a multiple of 5, plus 5), in list order for
-//! nftables rules. Two entries are the same entry when they are equal without their sequence
-//! numbers, and a list's entries are matched as the longest common subsequence: what is left
-//! was added or removed. Each edit of an ordered entry carries the entry before it
-//! ([`Order::after`]), so that scoring can tell an entry appended after `deny any` from the
-//! same entry inserted before it.
+//! An entry's position is its sequence number where it has one and the device's numbering
+//! where it has none (FRR: the highest so far, rounded down to a multiple of 5, plus 5; IOS
+//! named access-lists: the highest so far plus 10), in list order for nftables rules.
+//!
+//! Which entries are the same entry follows the device. In a list where any entry carries a
+//! number (on either side), the number is the entry's identity: entries with the same number
+//! are the same entry (equal, or replaced: its line removed and added, what is under it diffed
+//! against what was, as typing `route-map RM deny 10` over `permit 10` keeps its clauses), and
+//! a renumbered entry is one removed and another added. So inserting `route-map RM permit 15`
+//! with one clause is two edits, and deleting entry 10 is one (`no route-map RM permit 10`),
+//! whatever else the list holds. Lists without numbers (IOS numbered access-lists, nftables
+//! rules, whose handles a typed command cannot know) know entries by content: equal entries
+//! are matched as the longest common subsequence and what is left was added or removed.
+//! Each edit of an ordered entry carries the entry before it ([`Order::after`]), so that
+//! scoring can tell an entry appended after `deny any` from the same entry inserted before it.
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 
 use serde::Serialize;
 
-use crate::config::{Config, Node, effective_seqs, entry};
+use crate::config::{Config, Entry, Node, effective_seqs, entry};
 
 /// Beyond this many cells, the middle of two long lists is matched greedily instead of by
 /// dynamic programming, so that a pathological list of thousands of reordered entries still
@@ -157,43 +165,74 @@ fn diff_level(
         }
     }
 
-    // Ordered lists: pair the longest common subsequence of entries.
-    let mut groups: Vec<&str> = Vec::new();
-    for e in b_entries.iter().chain(&a_entries).flatten() {
-        if !groups.contains(&e.group.as_str()) {
-            groups.push(&e.group);
+    // Ordered lists, each list's members gathered in one pass so that a level with many lists
+    // costs no more than one with a single long list.
+    let mut group_at: HashMap<&str, usize> = HashMap::new();
+    let mut groups: Vec<(&str, Vec<usize>, Vec<usize>)> = Vec::new();
+    for (side, entries) in [&b_entries, &a_entries].into_iter().enumerate() {
+        for (i, e) in entries.iter().enumerate() {
+            let Some(e) = e else { continue };
+            let g = *group_at.entry(e.group.as_str()).or_insert_with(|| {
+                groups.push((e.group.as_str(), Vec::new(), Vec::new()));
+                groups.len() - 1
+            });
+            if side == 0 { groups[g].1.push(i) } else { groups[g].2.push(i) }
         }
     }
-    for group in groups {
-        let members = |entries: &[Option<crate::config::Entry>]| -> Vec<usize> {
-            let idx: Vec<usize> = (0..entries.len())
-                .filter(|&i| entries[i].as_ref().is_some_and(|e| e.group == group))
-                .collect();
-            let seqs = effective_seqs(
-                &idx.iter().map(|&i| entries[i].as_ref().and_then(|e| e.seq)).collect::<Vec<_>>(),
-            );
+    // `after` nodes that replace the `before` entry with their number.
+    let mut replaces: Vec<bool> = vec![false; after.len()];
+    for (group, b_idx, a_idx) in groups {
+        let seq = |entries: &[Option<Entry>], i: usize| entries[i].as_ref().and_then(|e| e.seq);
+        let numbered = b_idx.iter().any(|&i| seq(&b_entries, i).is_some())
+            || a_idx.iter().any(|&i| seq(&a_entries, i).is_some());
+        let in_order = |entries: &[Option<Entry>], idx: Vec<usize>| -> (Vec<usize>, Vec<u64>) {
+            let seqs = effective_seqs(group, &idx.iter().map(|&i| seq(entries, i)).collect::<Vec<_>>());
             let mut by_seq: Vec<(u64, usize)> = seqs.into_iter().zip(idx).collect();
             by_seq.sort_by_key(|(seq, _)| *seq);
-            by_seq.into_iter().map(|(_, i)| i).collect()
+            by_seq.into_iter().map(|(s, i)| (i, s)).unzip()
         };
-        let (b_list, a_list) = (members(&b_entries), members(&a_entries));
-        let b_keys: Vec<&str> =
-            b_list.iter().map(|&i| b_entries[i].as_ref().map_or("", |e| e.key.as_str())).collect();
-        let a_keys: Vec<&str> =
-            a_list.iter().map(|&i| a_entries[i].as_ref().map_or("", |e| e.key.as_str())).collect();
-        let pairs = common_subsequence(&b_keys, &a_keys);
+        let (b_list, b_seqs) = in_order(&b_entries, b_idx);
+        let (a_list, a_seqs) = in_order(&a_entries, a_idx);
+        // (position in b_list, position in a_list, same entry rather than a replacement)
+        let pairs: Vec<(usize, usize, bool)> = if numbered {
+            // The device knows a numbered entry by its number: entries with the same number
+            // are the same entry, its content changed or not; a renumbered one is another.
+            let mut by_seq: HashMap<u64, Vec<usize>> = HashMap::new();
+            for (bk, s) in b_seqs.iter().enumerate() {
+                by_seq.entry(*s).or_default().push(bk);
+            }
+            let mut pairs = Vec::new();
+            for (ak, s) in a_seqs.iter().enumerate() {
+                let Some(candidates) = by_seq.get_mut(s) else { continue };
+                let a_key = key(&a_entries, a_list[ak]);
+                let pick = candidates
+                    .iter()
+                    .position(|&bk| key(&b_entries, b_list[bk]) == a_key)
+                    .map(|at| (at, true))
+                    .or_else(|| (!candidates.is_empty()).then_some((0, false)));
+                if let Some((at, same)) = pick {
+                    pairs.push((candidates.remove(at), ak, same));
+                }
+            }
+            pairs
+        } else {
+            let b_keys: Vec<&str> = b_list.iter().map(|&i| key(&b_entries, i)).collect();
+            let a_keys: Vec<&str> = a_list.iter().map(|&i| key(&a_entries, i)).collect();
+            common_subsequence(&b_keys, &a_keys).into_iter().map(|(b, a)| (b, a, true)).collect()
+        };
         let mut group_path = context.clone();
         group_path.push(group.to_string());
         let order = |list: &[usize], nodes: &[Node], k: usize| -> Order {
             Order { group: group_path.clone(), after: k.checked_sub(1).map(|p| nodes[list[p]].line.clone()) }
         };
-        let mut b_paired = vec![false; b_list.len()];
-        for &(bk, ak) in &pairs {
-            b_paired[bk] = true;
+        let mut b_kept = vec![false; b_list.len()];
+        for &(bk, ak, same) in &pairs {
+            b_kept[bk] = same;
             continues[a_list[ak]] = Some(b_list[bk]);
+            replaces[a_list[ak]] = !same;
         }
-        for (bk, paired) in b_paired.iter().enumerate() {
-            if !paired {
+        for (bk, kept) in b_kept.iter().enumerate() {
+            if !kept {
                 out.push(edit(
                     Change::Remove,
                     &before[b_list[bk]].line,
@@ -209,6 +248,10 @@ fn diff_level(
 
     for (j, n) in after.iter().enumerate() {
         let order = a_order[j].take().or_else(|| inherited.cloned());
+        if replaces[j] {
+            // A replaced entry keeps what is under it, as the device does.
+            out.push(edit(Change::Add, &n.line, order.clone(), context));
+        }
         let children_before: &[Node] = match continues[j] {
             Some(i) => &before[i].children,
             None => {
@@ -220,6 +263,10 @@ fn diff_level(
         diff_level(children_before, &n.children, context, order.as_ref(), out);
         context.pop();
     }
+}
+
+fn key(entries: &[Option<Entry>], i: usize) -> &str {
+    entries[i].as_ref().map_or("", |e| e.key.as_str())
 }
 
 /// Pairs of positions `(in a, in b)` of a common subsequence of `a` and `b`: the longest one,
@@ -341,20 +388,40 @@ mod tests {
     }
 
     #[test]
-    fn ordered_lists_compare_in_order_without_sequence_numbers() {
+    fn ordered_lists_compare_by_number_or_in_order() {
         let before = frr("access-list 10 seq 5 permit 10.0.0.0/8\naccess-list 10 seq 10 deny any\n");
-        // Renumbered, same order: no change.
-        let renumbered = frr("access-list 10 seq 10 permit 10.0.0.0/8\naccess-list 10 seq 20 deny any\n");
-        assert!(diff(&before, &renumbered).is_empty());
-        // Swapped: an entry moves.
+        // Renumbered: the device knows entries by number, so each renumbered entry is removed
+        // and added.
+        let renumbered = frr("access-list 10 seq 5 permit 10.0.0.0/8\naccess-list 10 seq 20 deny any\n");
+        assert_eq!(
+            paths(&diff(&before, &renumbered)),
+            [
+                "no access-list 10 seq 10 deny any [after: access-list 10 seq 5 permit 10.0.0.0/8]",
+                "access-list 10 seq 20 deny any [after: access-list 10 seq 5 permit 10.0.0.0/8]"
+            ]
+        );
+        // Swapped contents: both numbered entries change.
         let swapped = frr("access-list 10 seq 5 deny any\naccess-list 10 seq 10 permit 10.0.0.0/8\n");
         assert_eq!(
             paths(&diff(&before, &swapped)),
             [
                 "no access-list 10 seq 5 permit 10.0.0.0/8 [first]",
+                "no access-list 10 seq 10 deny any [after: access-list 10 seq 5 permit 10.0.0.0/8]",
+                "access-list 10 seq 5 deny any [first]",
                 "access-list 10 seq 10 permit 10.0.0.0/8 [after: access-list 10 seq 5 deny any]"
             ]
         );
+        // Without numbers, the entries are their content: one entry moved.
+        let before = frr("access-list 10 permit 10.0.0.0/8\naccess-list 10 deny any\n");
+        let swapped = frr("access-list 10 deny any\naccess-list 10 permit 10.0.0.0/8\n");
+        assert_eq!(
+            paths(&diff(&before, &swapped)),
+            [
+                "no access-list 10 permit 10.0.0.0/8 [first]",
+                "access-list 10 permit 10.0.0.0/8 [after: access-list 10 deny any]"
+            ]
+        );
+        let before = frr("access-list 10 seq 5 permit 10.0.0.0/8\naccess-list 10 seq 10 deny any\n");
         // Inserted by sequence number, listed out of order: sorted before comparing.
         let inserted = frr(
             "access-list 10 seq 10 deny any\naccess-list 10 seq 5 permit 10.0.0.0/8\naccess-list 10 seq 7 permit 1.0.0.0/8\n",
@@ -378,6 +445,69 @@ mod tests {
         );
         assert_eq!(edits[0].order.as_ref().map(|o| o.group.clone()), Some(vec!["route-map RM".to_string()]));
         assert!(!edits[0].is_entry() && edits[1].is_entry());
+    }
+
+    const ROUTE_MAP: &str = "route-map RM permit 10\n match ip address prefix-list A\nexit\nroute-map RM permit 20\n match ip address prefix-list B\nexit\nroute-map RM deny 30\nexit\n";
+
+    #[test]
+    fn route_map_entries_are_identified_by_their_sequence_numbers() {
+        let before = frr(ROUTE_MAP);
+        let deleted_10 = frr(
+            "route-map RM permit 20\n match ip address prefix-list B\nexit\nroute-map RM deny 30\nexit\n",
+        );
+        assert_eq!(paths(&diff(&before, &deleted_10)), ["no route-map RM permit 10 [first]"]);
+        let inserted_15 =
+            frr(&format!("{ROUTE_MAP}route-map RM permit 15\n match ip address prefix-list C\nexit\n"));
+        assert_eq!(
+            paths(&diff(&before, &inserted_15)),
+            [
+                "route-map RM permit 15 [after: route-map RM permit 10]",
+                "route-map RM permit 15 > match ip address prefix-list C"
+            ]
+        );
+        // Renumbering is a new entry: the device knows entries by number.
+        let renumbered = frr(
+            "route-map RM permit 10\n match ip address prefix-list A\nexit\nroute-map RM permit 25\n match ip address prefix-list B\nexit\nroute-map RM deny 30\nexit\n",
+        );
+        assert_eq!(
+            paths(&diff(&before, &renumbered)),
+            [
+                "no route-map RM permit 20 [after: route-map RM permit 10]",
+                "route-map RM permit 25 [after: route-map RM permit 10]",
+                "route-map RM permit 25 > match ip address prefix-list B"
+            ]
+        );
+        // Deleting entry 20 is not deleting entry 10.
+        let deleted_20 = frr(
+            "route-map RM permit 10\n match ip address prefix-list A\nexit\nroute-map RM deny 30\nexit\n",
+        );
+        let s = crate::score::score_edits(&diff(&before, &deleted_20), &diff(&before, &deleted_10));
+        assert_eq!((s.precision, s.recall), (0.0, 0.0), "{s:#?}");
+    }
+
+    #[test]
+    fn numbered_list_entries_pair_by_number_and_unnumbered_ones_by_content() {
+        let before = frr(
+            "ip prefix-list PL seq 5 permit 10.0.0.0/8\nip prefix-list PL seq 10 permit 172.16.0.0/12\nip prefix-list PL seq 15 deny any\n",
+        );
+        let after = frr("ip prefix-list PL seq 10 permit 172.16.0.0/12\nip prefix-list PL seq 15 deny any\n");
+        assert_eq!(paths(&diff(&before, &after)), ["no ip prefix-list PL seq 5 permit 10.0.0.0/8 [first]"]);
+        // Same number, new content: the entry is replaced.
+        let after = frr(
+            "ip prefix-list PL seq 5 deny 10.0.0.0/8\nip prefix-list PL seq 10 permit 172.16.0.0/12\nip prefix-list PL seq 15 deny any\n",
+        );
+        assert_eq!(
+            paths(&diff(&before, &after)),
+            [
+                "no ip prefix-list PL seq 5 permit 10.0.0.0/8 [first]",
+                "ip prefix-list PL seq 5 deny 10.0.0.0/8 [first]"
+            ]
+        );
+        // IOS numbered access-lists print no numbers: entries are their content.
+        let before =
+            frr("access-list 1 permit 10.0.0.1\naccess-list 1 permit 10.0.0.2\naccess-list 1 deny any\n");
+        let after = frr("access-list 1 permit 10.0.0.2\naccess-list 1 deny any\n");
+        assert_eq!(paths(&diff(&before, &after)), ["no access-list 1 permit 10.0.0.1 [first]"]);
     }
 
     #[test]
