@@ -95,6 +95,10 @@ pub enum Dialect {
     /// Linux commands (`ip link ...`, `sysctl ...`) leave nothing either listing shows and are
     /// skipped in command lists.
     Linux,
+    /// Cisco IOS configurations and commands: FRR's reader, where IOS differs: every banner is
+    /// delimited (`banner motd ^C ... ^C`), and the port names IOS prints in access-lists
+    /// (`eq www`) are their numbers (`eq 80`), so that either spelling compares equal.
+    Ios,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -289,6 +293,7 @@ pub const SINGLE_VALUED: &[&str] = &[
     "neighbor * distribute-list ? in",
     "neighbor * distribute-list ? out",
     "key-string ?",
+    "banner * ...",
     "policy ?",
     "qdisc root ...",
     "qdisc ingress ...",
@@ -305,17 +310,22 @@ impl Config {
     pub fn parse(text: &str, dialect: Dialect) -> Result<Config, ConfigError> {
         let mut builder = Builder::default();
         match dialect {
-            Dialect::Frr => {
-                let mut reader = FrrReader::default();
+            Dialect::Frr | Dialect::Ios => {
+                let mut reader = FrrReader::new(dialect);
                 let mut linux = LinuxReader::default();
+                let mut lines = 0;
                 for (n, raw) in text.lines().enumerate() {
-                    if is_linux_command(raw) {
+                    lines = n + 1;
+                    if dialect == Dialect::Frr && is_linux_command(raw) {
                         for stmt in linux.read(n + 1, raw, true)? {
                             builder.add(stmt, n + 1)?;
                         }
                     } else if let Some(stmt) = reader.read(raw) {
                         builder.add(stmt, n + 1)?;
                     }
+                }
+                if let Some(stmt) = reader.finish() {
+                    builder.add(stmt, lines)?;
                 }
                 linux.finish()?;
             }
@@ -342,13 +352,13 @@ impl Config {
     /// Applies typed commands (each entry may hold several lines) as the device would. Costs
     /// a scan of the siblings per command: meant for command lists, not whole listings.
     pub fn apply<S: AsRef<str>>(&mut self, commands: &[S], dialect: Dialect) -> Result<(), ConfigError> {
-        let mut frr = FrrReader::default();
+        let mut frr = FrrReader::new(dialect);
         let mut linux = LinuxReader::default();
         let mut n = 0;
         for command in commands {
             for raw in command.as_ref().lines() {
                 n += 1;
-                let stmts = if dialect == Dialect::Linux || is_linux_command(raw) {
+                let stmts = if dialect == Dialect::Linux || dialect == Dialect::Frr && is_linux_command(raw) {
                     linux.read(n, raw, true)?
                 } else {
                     frr.read(raw).into_iter().collect()
@@ -357,6 +367,9 @@ impl Config {
                     apply_stmt(&mut self.nodes, stmt);
                 }
             }
+        }
+        if let Some(stmt) = frr.finish() {
+            apply_stmt(&mut self.nodes, stmt);
         }
         linux.finish()
     }
@@ -543,12 +556,79 @@ struct Frame {
     indented_children: bool,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct FrrReader {
     stack: Vec<Frame>,
+    ios: bool,
+    /// A banner whose closing delimiter has not been read yet.
+    banner: Option<Banner>,
+}
+
+#[derive(Debug)]
+struct Banner {
+    /// `banner motd`.
+    head: String,
+    delimiter: String,
+    body: Vec<String>,
+}
+
+impl Banner {
+    /// Reads one line of the body; `true` once the closing delimiter was in it.
+    fn push(&mut self, text: &str) -> bool {
+        match text.find(&self.delimiter) {
+            Some(at) => {
+                self.body.push(text[..at].to_string());
+                true
+            }
+            None => {
+                self.body.push(text.to_string());
+                false
+            }
+        }
+    }
+
+    /// The banner as one line: its body's lines trimmed, without the blank lines that open and
+    /// close it, between `^C`s (the delimiter IOS prints, whichever was typed).
+    fn stmt(self) -> Stmt {
+        let lines: Vec<&str> = self.body.iter().map(|l| l.trim()).collect();
+        let first = lines.iter().position(|l| !l.is_empty()).unwrap_or(lines.len());
+        let last = lines.iter().rposition(|l| !l.is_empty()).map_or(first, |i| i + 1);
+        let body = lines[first..last.max(first)].join("\n");
+        Stmt::new(Vec::new(), format!("{} ^C{body}^C", self.head), false, Op::Set)
+    }
 }
 
 impl FrrReader {
+    fn new(dialect: Dialect) -> Self {
+        FrrReader { stack: Vec::new(), ios: dialect == Dialect::Ios, banner: None }
+    }
+
+    /// What is left at the end of the text: a banner never closed keeps the body read so far.
+    fn finish(&mut self) -> Option<Stmt> {
+        self.banner.take().map(Banner::stmt)
+    }
+
+    /// A delimited banner starting on this line: `banner TYPE D...D`, the delimiter `D` being
+    /// the first character after the type (`^C` as IOS prints it counts as one). FRR's own
+    /// `banner motd line TEXT|file PATH|default` is one ordinary line.
+    fn banner_start(&self, trimmed: &str) -> Option<Banner> {
+        let rest = trimmed.strip_prefix("banner")?;
+        let rest = rest.strip_prefix([' ', '\t'])?.trim_start();
+        let (kind, rest) = rest.split_once([' ', '\t'])?;
+        let rest = rest.trim_start();
+        let first_word = rest.split_whitespace().next()?;
+        if !self.ios && matches!(first_word, "line" | "file" | "default") {
+            return None;
+        }
+        let delimiter: String =
+            if rest.starts_with("^C") { "^C".into() } else { rest.chars().next()?.to_string() };
+        Some(Banner { head: format!("banner {kind}"), delimiter, body: Vec::new() })
+    }
+
+    fn read_banner(&mut self, raw: &str) -> Option<Stmt> {
+        let Some(banner) = self.banner.as_mut() else { return None };
+        if banner.push(raw.trim_end_matches('\r')) { self.finish() } else { None }
+    }
     fn context(&self) -> Vec<String> {
         self.stack.iter().map(|f| f.line.clone()).collect()
     }
@@ -560,17 +640,33 @@ impl FrrReader {
     }
 
     fn read(&mut self, raw: &str) -> Option<Stmt> {
+        if self.banner.is_some() {
+            return self.read_banner(raw);
+        }
         let raw = raw.trim_end_matches('\r');
         let trimmed = raw.trim();
         let indent = raw.len() - raw.trim_start().len();
         if trimmed.is_empty() {
             return None;
         }
+        if let Some(mut banner) = self.banner_start(trimmed) {
+            self.stack.clear();
+            let after =
+                trimmed.find(&banner.delimiter).map_or("", |at| &trimmed[at + banner.delimiter.len()..]);
+            if banner.push(after) {
+                return Some(banner.stmt());
+            }
+            self.banner = Some(banner);
+            return None;
+        }
         if trimmed.starts_with('!') {
             self.stack.retain(|f| f.indent < indent);
             return None;
         }
-        let line = normalise_frr(trimmed);
+        let mut line = normalise_frr(trimmed);
+        if self.ios {
+            line = port_numbers(&line);
+        }
         if is_noise(&line) {
             return None;
         }
@@ -633,12 +729,25 @@ impl FrrReader {
                 })
             };
             self.stack.truncate(accepting.map_or(0, |i| i + 1));
-            return Some(Stmt::new(self.context(), line, false, Op::Set));
+            let stmt = Stmt::new(self.context(), line.clone(), false, Op::Set);
+            self.may_open(line, indent, negated);
+            return Some(stmt);
         }
         if dedented {
             self.stack.clear();
         }
-        Some(Stmt::new(self.context(), line, false, Op::Set))
+        let stmt = Stmt::new(self.context(), line.clone(), false, Op::Set);
+        self.may_open(line, indent, negated);
+        Some(stmt)
+    }
+
+    /// In a printed configuration any line with more indented lines under it is a section,
+    /// known keyword or not (`ip vrf`, `vlan`, `crypto map`, `event manager applet`): a
+    /// top-level line is kept as a possible parent, which the next unindented line drops.
+    fn may_open(&mut self, line: String, indent: usize, negated: bool) {
+        if self.stack.is_empty() && !negated {
+            self.stack.push(Frame { line, indent, real: false, indented_children: false });
+        }
     }
 
     /// Where `line` would open a section: the number of enclosing frames it stays under, or
@@ -729,6 +838,91 @@ fn normalise_frr(line: &str) -> String {
 fn netmask_len(mask: Ipv4Addr) -> Option<u32> {
     let m = u32::from(mask);
     (m.leading_ones() + m.trailing_zeros() >= 32).then_some(m.leading_ones())
+}
+
+/// The port names IOS prints in access-list entries, with their numbers (TCP and UDP names
+/// together: no name means two numbers).
+pub const IOS_PORT_NAMES: &[(&str, u16)] = &[
+    ("echo", 7),
+    ("discard", 9),
+    ("daytime", 13),
+    ("chargen", 19),
+    ("ftp-data", 20),
+    ("ftp", 21),
+    ("telnet", 23),
+    ("smtp", 25),
+    ("time", 37),
+    ("nameserver", 42),
+    ("whois", 43),
+    ("tacacs", 49),
+    ("domain", 53),
+    ("bootps", 67),
+    ("bootpc", 68),
+    ("tftp", 69),
+    ("gopher", 70),
+    ("finger", 79),
+    ("www", 80),
+    ("hostname", 101),
+    ("pop2", 109),
+    ("pop3", 110),
+    ("sunrpc", 111),
+    ("ident", 113),
+    ("nntp", 119),
+    ("ntp", 123),
+    ("netbios-ns", 137),
+    ("netbios-dgm", 138),
+    ("netbios-ss", 139),
+    ("snmp", 161),
+    ("snmptrap", 162),
+    ("xdmcp", 177),
+    ("bgp", 179),
+    ("irc", 194),
+    ("dnsix", 195),
+    ("mobile-ip", 434),
+    ("pim-auto-rp", 496),
+    ("isakmp", 500),
+    ("biff", 512),
+    ("exec", 512),
+    ("login", 513),
+    ("who", 513),
+    ("cmd", 514),
+    ("syslog", 514),
+    ("lpd", 515),
+    ("talk", 517),
+    ("rip", 520),
+    ("uucp", 540),
+    ("klogin", 543),
+    ("kshell", 544),
+    ("drip", 3949),
+    ("non500-isakmp", 4500),
+];
+
+/// An access-list entry with the port names IOS prints written as numbers: what follows
+/// `eq`, `neq`, `lt`, `gt` (one port) and `range` (two) in a `tcp` or `udp` entry.
+fn port_numbers(line: &str) -> String {
+    let words: Vec<&str> = line.split(' ').collect();
+    let is_entry = words.iter().any(|w| matches!(*w, "permit" | "deny"))
+        && words.iter().any(|w| matches!(*w, "tcp" | "udp"));
+    if !is_entry {
+        return line.to_string();
+    }
+    let number = |w: &str| IOS_PORT_NAMES.iter().find(|(name, _)| *name == w).map(|(_, n)| n.to_string());
+    let mut out: Vec<String> = Vec::with_capacity(words.len());
+    let mut ports = 0;
+    for w in words {
+        if ports > 0 {
+            ports -= 1;
+            out.push(number(w).unwrap_or_else(|| w.to_string()));
+            continue;
+        }
+        ports = match w {
+            "eq" | "neq" | "lt" | "gt" => 1,
+            "range" => 2,
+            _ => 0,
+        };
+        out.push(w.to_string());
+    }
+    out.join(" ")
 }
 
 fn wildcard_len(wildcard: Ipv4Addr) -> Option<u32> {
@@ -1511,6 +1705,95 @@ mod tests {
         line vty 0 4
          login
         ");
+    }
+
+    #[test]
+    fn any_line_with_more_indented_lines_under_it_is_a_section() {
+        let ios = "ip vrf RED\n rd 1:1\n route-target export 1:1\n!\nip dhcp pool LAN\n network 10.0.0.0 255.255.255.0\n dns-server 8.8.8.8\n!\nvlan 10\n name USERS\n!\ncrypto isakmp policy 10\n encr aes\n authentication pre-share\ncrypto map CM 10 ipsec-isakmp\n set peer 1.1.1.1\n match address 101\nevent manager applet X\n event syslog pattern \"DOWN\"\n action 1.0 cli command \"enable\"\nspanning-tree mst configuration\n name R\n instance 1 vlan 10\nhostname R1\n";
+        insta::assert_snapshot!(Config::parse(ios, Dialect::Ios).expect("parses").render(), @r#"
+        ip vrf RED
+         rd 1:1
+         route-target export 1:1
+        ip dhcp pool LAN
+         network 10.0.0.0 255.255.255.0
+         dns-server 8.8.8.8
+        vlan 10
+         name USERS
+        crypto isakmp policy 10
+         encr aes
+         authentication pre-share
+        crypto map CM 10 ipsec-isakmp
+         set peer 1.1.1.1
+         match address 101
+        event manager applet X
+         event syslog pattern "DOWN"
+         action 1.0 cli command "enable"
+        spanning-tree mst configuration
+         name R
+         instance 1 vlan 10
+        hostname R1
+        "#);
+        // Swapped VLAN names are edits.
+        let before =
+            Config::parse("vlan 10\n name A\n!\nvlan 20\n name B\n!\n", Dialect::Ios).expect("parses");
+        let after =
+            Config::parse("vlan 10\n name B\n!\nvlan 20\n name A\n!\n", Dialect::Ios).expect("parses");
+        assert_eq!(crate::diff::diff(&before, &after).len(), 4);
+        // A setting under the wrong section does not score.
+        let initial = Config::parse("ip dhcp pool A\n network 10.0.0.0 255.255.255.0\n!\nip dhcp pool B\n network 10.1.0.0 255.255.255.0\n!\n", Dialect::Ios).expect("parses");
+        let mut truth = initial.clone();
+        truth.apply(&["ip dhcp pool A", " dns-server 8.8.8.8"], Dialect::Ios).expect("applies");
+        let mut agent = initial.clone();
+        agent.apply(&["ip dhcp pool B", " dns-server 8.8.8.8"], Dialect::Ios).expect("applies");
+        let s = crate::score::score(&[crate::score::DeviceEdits::new("R1", &initial, &agent, &truth)]);
+        assert_eq!(s.f1, 0.0, "{s:#?}");
+    }
+
+    #[test]
+    fn banners_are_one_line_whatever_their_delimiter() {
+        let printed =
+            "banner motd ^C\nAuthorised access only\ninterface everything is logged\n^C\nhostname R1\n";
+        let c = Config::parse(printed, Dialect::Ios).expect("parses");
+        assert_eq!(
+            c.render(),
+            "banner motd ^CAuthorised access only\ninterface everything is logged^C\nhostname R1\n"
+        );
+        // Typed with another delimiter, on one line or several: the same banner.
+        let typed = Config::from_commands(
+            &[
+                "banner motd #",
+                "Authorised access only",
+                "interface everything is logged",
+                "#",
+                "hostname R1",
+            ],
+            Dialect::Ios,
+        )
+        .expect("applies");
+        assert_eq!(typed, c);
+        let one = Config::from_commands(&["banner login %Keep out%", "hostname R1"], Dialect::Ios)
+            .expect("applies");
+        assert_eq!(one.render(), "banner login ^CKeep out^C\nhostname R1\n");
+        // FRR's own banner is one line.
+        let frr = Config::from_commands(&["banner motd line hello"], Dialect::Frr).expect("applies");
+        assert_eq!(frr.render(), "banner motd line hello\n");
+    }
+
+    #[test]
+    fn ios_port_names_are_their_numbers() {
+        let printed = "ip access-list extended WEB\n 10 permit tcp any any eq www\n 20 permit udp any range bootps bootpc any\n 30 permit tcp any eq 22 any\naccess-list 101 permit tcp any any eq telnet\n";
+        insta::assert_snapshot!(Config::parse(printed, Dialect::Ios).expect("parses").render(), @r"
+        ip access-list extended WEB
+         10 permit tcp any any eq 80
+         20 permit udp any range 67 68 any
+         30 permit tcp any eq 22 any
+        access-list 101 permit tcp any any eq 23
+        ");
+        let typed = Config::from_commands(&["access-list 101 permit tcp any any eq 23"], Dialect::Ios)
+            .expect("applies");
+        let printed =
+            Config::parse("access-list 101 permit tcp any any eq telnet\n", Dialect::Ios).expect("parses");
+        assert_eq!(typed, printed);
     }
 
     #[test]
