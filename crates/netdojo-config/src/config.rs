@@ -1017,14 +1017,16 @@ pub(crate) fn is_named_acl_header(line: &str) -> bool {
 
 /// The sequence numbers a device gives a list's entries: a number typed with the entry, else,
 /// for IOS's named access-lists (`group` is `entries`), the highest so far plus 10, and for
-/// FRR's lists the highest so far rounded down to a multiple of 5, plus 5.
+/// FRR's lists the highest so far rounded down to a multiple of 5, plus 5. Past `u64::MAX` the
+/// number stays `u64::MAX`: a typed number can be that large (a device would refuse it), and the
+/// entries that follow it then share it, in list order, after it.
 pub(crate) fn effective_seqs(group: &str, entries: &[Option<u64>]) -> Vec<u64> {
     let ios = group == "entries";
-    let mut max = 0;
+    let mut max: u64 = 0;
     entries
         .iter()
         .map(|seq| {
-            let s = seq.unwrap_or(if ios { max + 10 } else { (max / 5) * 5 + 5 });
+            let s = seq.unwrap_or(if ios { max.saturating_add(10) } else { (max / 5 * 5).saturating_add(5) });
             max = max.max(s);
             s
         })
@@ -1858,6 +1860,27 @@ mod tests {
         assert!(entry(&chain, "tcp dport 22 accept").is_some());
         assert_eq!(effective_seqs("access-list 1", &[None, None, Some(7), None]), [5, 10, 7, 15]);
         assert_eq!(effective_seqs("entries", &[None, Some(15), None]), [10, 15, 25]);
+    }
+
+    #[test]
+    fn the_largest_sequence_number_does_not_overflow() {
+        let text = "access-list 1 seq 18446744073709551615 permit any\naccess-list 1 permit 10.0.0.0/8\n";
+        // The number after the largest stays the largest: the entry goes last.
+        assert_eq!(effective_seqs("access-list 1", &[Some(u64::MAX), None]), [u64::MAX, u64::MAX]);
+        assert_eq!(effective_seqs("entries", &[Some(u64::MAX - 3), None]), [u64::MAX - 3, u64::MAX]);
+        let parsed = frr(text);
+        assert_eq!(parsed.len(), 2);
+        let empty = Config::default();
+        assert_eq!(crate::diff::diff(&empty, &parsed).len(), 2);
+        assert_eq!(crate::diff::diff(&parsed, &empty).len(), 2);
+        let mut applied = parsed.clone();
+        applied
+            .apply(&["access-list 1 permit 192.168.0.0/16", "access-list 1 seq 7 deny any"], Dialect::Frr)
+            .expect("applies");
+        assert_eq!(
+            applied.render(),
+            "access-list 1 seq 7 deny any\naccess-list 1 seq 18446744073709551615 permit any\naccess-list 1 permit 10.0.0.0/8\naccess-list 1 permit 192.168.0.0/16\n"
+        );
     }
 
     #[test]
