@@ -1228,7 +1228,16 @@ struct LinuxReader {
     /// Open nftables blocks, outermost first.
     stack: Vec<String>,
     /// A statement whose braces are not closed yet (`elements = { a,` over several lines).
-    pending: Option<String>,
+    pending: Option<Pending>,
+}
+
+/// An open statement and its brace counts, kept as it grows so that each line costs its own
+/// length, however long the statement gets.
+#[derive(Debug)]
+struct Pending {
+    text: String,
+    opens: usize,
+    closes: usize,
 }
 
 impl LinuxReader {
@@ -1243,30 +1252,32 @@ impl LinuxReader {
     /// rather than read as a listing.
     fn read(&mut self, n: usize, raw: &str, commands: bool) -> Result<Vec<Stmt>, ConfigError> {
         let trimmed = raw.trim();
-        let line = match self.pending.take() {
+        if self.pending.is_none() && (trimmed.is_empty() || trimmed.starts_with('#')) {
+            return Ok(Vec::new());
+        }
+        // `nft -a list ruleset` tags blocks and rules with their handles.
+        let trimmed = match trimmed.find(" # handle ") {
+            Some(at) => trimmed[..at].trim_end(),
+            None => trimmed,
+        };
+        let (line, opens, closes) = match self.pending.take() {
             Some(mut pending) => {
-                pending.push(' ');
-                pending.push_str(trimmed);
-                pending
-            }
-            None => {
-                if trimmed.is_empty() || trimmed.starts_with('#') {
+                pending.text.push(' ');
+                pending.text.push_str(trimmed);
+                pending.opens += trimmed.matches('{').count();
+                pending.closes += trimmed.matches('}').count();
+                if pending.opens > pending.closes {
+                    self.pending = Some(pending);
                     return Ok(Vec::new());
                 }
-                trimmed.to_string()
+                (pending.text, pending.opens, pending.closes)
             }
-        };
-        // `nft -a list ruleset` tags blocks and rules with their handles.
-        let line = match line.find(" # handle ") {
-            Some(at) => line[..at].trim_end().to_string(),
-            None => line,
+            None => (trimmed.to_string(), trimmed.matches('{').count(), trimmed.matches('}').count()),
         };
         let words: Vec<&str> = line.split_whitespace().collect();
-        let opens = line.matches('{').count();
-        let closes = line.matches('}').count();
         match words.first() {
             Some(&"nft") if opens > closes => {
-                self.pending = Some(line);
+                self.pending = Some(Pending { text: line, opens, closes });
                 return Ok(Vec::new());
             }
             Some(&"nft") => return nft_command(n, &line),
@@ -1294,7 +1305,7 @@ impl LinuxReader {
             return Ok(vec![Stmt::new(context, header, true, Op::Set)]);
         }
         if opens > closes {
-            self.pending = Some(line);
+            self.pending = Some(Pending { text: line, opens, closes });
             return Ok(Vec::new());
         }
         if self.stack.is_empty() {

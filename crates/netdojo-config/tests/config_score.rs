@@ -232,3 +232,32 @@ fn a_large_configuration_diffs_correctly() {
         Some("ip prefix-list BIG seq 4995 permit 192.171.230.0/24")
     );
 }
+
+/// 100,000-line inputs of every shape that once took quadratic time read and diff to what they
+/// should (their speed is `cargo xtask bench config`'s business, not a test's).
+#[test]
+fn large_inputs_of_every_shape_read_and_diff_correctly() {
+    use netdojo_config::config::ConfigError;
+    use netdojo_config::shapes::{Expected, shapes};
+    for shape in shapes(100_000) {
+        let parse = |text: &str| Config::parse(text, shape.dialect);
+        match shape.expected {
+            Expected::Unclosed => {
+                assert_eq!(
+                    parse(&shape.before),
+                    Err(ConfigError::UnclosedBlock { open: 3 }),
+                    "{}",
+                    shape.name
+                );
+            }
+            Expected::Edits(n) => {
+                let before = parse(&shape.before).unwrap_or_else(|e| panic!("{}: {e}", shape.name));
+                let after = parse(&shape.after).unwrap_or_else(|e| panic!("{}: {e}", shape.name));
+                // Only `!` separators carry nothing.
+                assert!(before.len() >= shape.lines * 2 / 3, "{}: {} lines", shape.name, before.len());
+                let edits = diff(&before, &after);
+                assert_eq!(edits.len(), n, "{}: {edits:#?}", shape.name);
+            }
+        }
+    }
+}
