@@ -14,10 +14,13 @@
 //!
 //! # FRR and IOS style
 //!
-//! A line indented under a section header belongs to it; a block ends at `exit`, `!`, a dedent,
-//! or `exit-<section>` (`exit-address-family`, `exit-vrf`, `exit-vni`). Typed command lists are
-//! usually flat, so a header also opens a context that lasts until `exit`, `end` or a command
-//! that only exists elsewhere. Those are decided by two tables:
+//! A line indented under another belongs to it, whatever either says: in a printed
+//! configuration any line with more indented lines under it is a section (IOS's `ip vrf`,
+//! `vlan`, `crypto map`, `event manager applet`... need no keyword). A block ends at `exit`,
+//! `!`, a dedent, or `exit-<section>` (`exit-address-family`, `exit-vrf`, `exit-vni`). Typed
+//! command lists are usually flat, so a known header also opens a context that lasts until
+//! `exit`, `end` or a command that only exists elsewhere. Those are decided by two tables,
+//! which only flat lines consult:
 //!
 //! - [`SECTIONS`]: the commands that open a section, and where they may be nested:
 //!   `interface`, `router`, `route-map`, `key chain` (> `key`), `line`, `vrf`,
@@ -30,6 +33,12 @@
 //! - [`TOP_LEVEL`]: commands that only exist at the top level (`ip route`, `ip prefix-list`,
 //!   `access-list`, `hostname`, ...), so typing one leaves any open section, except where a
 //!   section accepts it too (`vrf` accepts `ip route`, see [`NESTED_COMMANDS`]).
+//!
+//! A delimited banner (`banner motd ^C`, body lines, `^C`; the delimiter is the first character
+//! after the banner type, `^C` counting as one) is one line, `banner TYPE ^CBODY^C`, its body's
+//! lines trimmed and joined by newlines, whatever delimiter it was typed with; FRR's `banner
+//! motd line TEXT` is an ordinary line. [`Dialect::Ios`] also writes the port names IOS prints in
+//! access-list entries as numbers ([`IOS_PORT_NAMES`]).
 //!
 //! Lines that carry no configuration are dropped: `Building configuration...`, `Current
 //! configuration...`, `frr version`, `frr defaults`, `configure terminal`, `end`, `!`
