@@ -29,7 +29,10 @@
 //!   `address-family l2vpn evpn`), `nexthop-group`, `pbr-map`, `bfd` (> `peer`, `profile`),
 //!   `rpki`, `control-plane`, IOS's `class-map`, `policy-map` (> `class`) and named
 //!   `ip access-list standard|extended NAME` / `ipv6 access-list NAME` (FRR's own access-lists
-//!   are one line each and do not open anything).
+//!   are one line each and do not open anything), and IOS's sections for typed lists: `ip vrf`,
+//!   `ip dhcp pool`, `vlan`, `crypto isakmp policy`, `crypto map NAME SEQ`, `ip sla N`, `track`,
+//!   `ipv6 router`, `aaa group server`, `object-group`, `zone-pair`, `archive`,
+//!   `event manager applet`, `spanning-tree mst configuration`, ...
 //! - [`TOP_LEVEL`]: commands that only exist at the top level (`ip route`, `ip prefix-list`,
 //!   `access-list`, `hostname`, ...), so typing one leaves any open section, except where a
 //!   section accepts it too (`vrf` accepts `ip route`, see [`NESTED_COMMANDS`]).
@@ -150,10 +153,34 @@ pub const SECTIONS: &[(&str, &[&[&str]])] = &[
     ("class-map", &[&[]]),
     ("policy-map", &[&[]]),
     ("class", &[&["policy-map"]]),
-    // Named ACLs open a section only in their IOS form; see `opener_keyword`.
+    // Named ACLs open a section only in their IOS form; see `opener_patterns`.
     ("ip access-list", &[&[]]),
     ("ipv6 access-list", &[&[]]),
     ("mac access-list", &[&[]]),
+    // IOS sections, for flat typed lists (a printed configuration nests by indentation alone).
+    // `crypto map` and `ip sla` open one only in some forms; see `opener_patterns`.
+    ("ip vrf", &[&[]]),
+    ("vrf definition", &[&[]]),
+    ("ip dhcp pool", &[&[]]),
+    ("ipv6 dhcp pool", &[&[]]),
+    ("vlan", &[&[]]),
+    ("crypto isakmp policy", &[&[]]),
+    ("crypto isakmp profile", &[&[]]),
+    ("crypto ipsec profile", &[&[]]),
+    ("crypto keyring", &[&[]]),
+    ("crypto map", &[&[]]),
+    ("ip sla", &[&[]]),
+    ("track", &[&[]]),
+    ("ipv6 router", &[&[]]),
+    ("aaa group server", &[&[]]),
+    ("object-group", &[&[]]),
+    ("zone-pair", &[&[]]),
+    ("zone security", &[&[]]),
+    ("parameter-map", &[&[]]),
+    ("archive", &[&[]]),
+    ("event manager applet", &[&[]]),
+    ("spanning-tree mst configuration", &[&[]]),
+    ("redundancy", &[&[]]),
 ];
 
 /// Commands that exist only at the top level (or inside a section that accepts them, see
@@ -206,6 +233,14 @@ pub const TOP_LEVEL: &[&str] = &[
     "ipv6 unicast-routing",
     "boot-start-marker",
     "boot-end-marker",
+    // IOS; their section forms (`ip sla 1`, `crypto map CM 10 ...`, `crypto isakmp policy 10`)
+    // are headers, which are matched first.
+    "ip sla",
+    "crypto map",
+    "crypto isakmp",
+    "crypto ipsec",
+    "ip dhcp excluded-address",
+    "aaa",
 ];
 
 /// Top-level commands a section accepts as its own (`vrf RED` > `ip route ...`).
@@ -790,6 +825,14 @@ fn opener_patterns(line: &str) -> Option<&'static [&'static [&'static str]]> {
     };
     if named_acl == Some(false) {
         return None;
+    }
+    // `crypto map NAME SEQ ...` is an entry with settings under it, `crypto map NAME
+    // local-address X` one line; `ip sla N` a probe, `ip sla schedule|responder|...` one line.
+    match words.as_slice() {
+        ["crypto", "map", _, seq, ..] if seq.parse::<u64>().is_err() => return None,
+        ["crypto", "map", ..] if words.len() < 4 => return None,
+        ["ip", "sla", n, ..] if n.parse::<u64>().is_err() => return None,
+        _ => {}
     }
     SECTIONS
         .iter()
@@ -1769,6 +1812,38 @@ mod tests {
         agent.apply(&["ip dhcp pool B", " dns-server 8.8.8.8"], Dialect::Ios).expect("applies");
         let s = crate::score::score(&[crate::score::DeviceEdits::new("R1", &initial, &agent, &truth)]);
         assert_eq!(s.f1, 0.0, "{s:#?}");
+    }
+
+    #[test]
+    fn typed_ios_sections_nest_as_printed_ones() {
+        let typed = Config::from_commands(
+            &[
+                "ip vrf RED",
+                "rd 1:1",
+                "route-target export 1:1",
+                "ip dhcp pool LAN",
+                "dns-server 8.8.8.8",
+                "vlan 10",
+                "name USERS",
+                "crypto map CM 10 ipsec-isakmp",
+                "set peer 1.1.1.1",
+                "crypto map CM local-address Loopback0",
+                "ip sla 1",
+                "icmp-echo 8.8.8.8",
+                "ip sla schedule 1 life forever start-time now",
+                "track 1 ip sla 1 reachability",
+                "delay down 5",
+                "hostname R1",
+            ],
+            Dialect::Ios,
+        )
+        .expect("applies");
+        let printed = Config::parse(
+            "ip vrf RED\n rd 1:1\n route-target export 1:1\n!\nip dhcp pool LAN\n dns-server 8.8.8.8\n!\nvlan 10\n name USERS\n!\ncrypto map CM 10 ipsec-isakmp\n set peer 1.1.1.1\ncrypto map CM local-address Loopback0\nip sla 1\n icmp-echo 8.8.8.8\nip sla schedule 1 life forever start-time now\ntrack 1 ip sla 1 reachability\n delay down 5\nhostname R1\n",
+            Dialect::Ios,
+        )
+        .expect("parses");
+        assert_eq!(typed, printed, "{}", typed.render());
     }
 
     #[test]
