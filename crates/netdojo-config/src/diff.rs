@@ -25,15 +25,16 @@
 //! where it has none (FRR: the highest so far, rounded down to a multiple of 5, plus 5; IOS
 //! named access-lists: the highest so far plus 10), in list order for nftables rules.
 //!
-//! Which entries are the same entry follows the device. In a list where any entry carries a
-//! number (on either side), the number is the entry's identity: entries with the same number
-//! are the same entry (equal, or replaced: its line removed and added, what is under it diffed
-//! against what was, as typing `route-map RM deny 10` over `permit 10` keeps its clauses), and
-//! a renumbered entry is one removed and another added. So inserting `route-map RM permit 15`
-//! with one clause is two edits, and deleting entry 10 is one (`no route-map RM permit 10`),
-//! whatever else the list holds. Lists without numbers (IOS numbered access-lists, nftables
-//! rules, whose handles a typed command cannot know) know entries by content: equal entries
-//! are matched as the longest common subsequence and what is left was added or removed.
+//! Which entries are the same entry follows the device. An entry with a number (on either
+//! side: a typed `seq`, a route-map entry's, an IOS named access-list entry's) is that number:
+//! entries with the same number are the same entry (equal, or replaced: its line removed and
+//! added, what is under it diffed against what was, as typing `route-map RM deny 10` over
+//! `permit 10` keeps its clauses), and a renumbered entry is one removed and another added. So
+//! inserting `route-map RM permit 15` with one clause is two edits, and deleting entry 10 is one
+//! (`no route-map RM permit 10`), whatever else the list holds. Entries without a number (IOS
+//! numbered access-lists, IOS named ones as IOS 12/15 print them, typed entries the device will
+//! number, nftables rules, whose handles a typed command cannot know) are their content: equal
+//! ones are matched as the longest common subsequence and what is left was added or removed.
 //! Each edit of an ordered entry carries the entry before it ([`Order::after`]), so that
 //! scoring can tell an entry appended after `deny any` from the same entry inserted before it.
 
@@ -183,8 +184,6 @@ fn diff_level(
     let mut replaces: Vec<bool> = vec![false; after.len()];
     for (group, b_idx, a_idx) in groups {
         let seq = |entries: &[Option<Entry>], i: usize| entries[i].as_ref().and_then(|e| e.seq);
-        let numbered = b_idx.iter().any(|&i| seq(&b_entries, i).is_some())
-            || a_idx.iter().any(|&i| seq(&a_entries, i).is_some());
         let in_order = |entries: &[Option<Entry>], idx: Vec<usize>| -> (Vec<usize>, Vec<u64>) {
             let seqs = effective_seqs(group, &idx.iter().map(|&i| seq(entries, i)).collect::<Vec<_>>());
             let mut by_seq: Vec<(u64, usize)> = seqs.into_iter().zip(idx).collect();
@@ -194,32 +193,79 @@ fn diff_level(
         let (b_list, b_seqs) = in_order(&b_entries, b_idx);
         let (a_list, a_seqs) = in_order(&a_entries, a_idx);
         // (position in b_list, position in a_list, same entry rather than a replacement)
-        let pairs: Vec<(usize, usize, bool)> = if numbered {
-            // The device knows a numbered entry by its number: entries with the same number
-            // are the same entry, its content changed or not; a renumbered one is another.
-            let mut by_seq: HashMap<u64, Vec<usize>> = HashMap::new();
-            for (bk, s) in b_seqs.iter().enumerate() {
-                by_seq.entry(*s).or_default().push(bk);
+        let mut pairs: Vec<(usize, usize, bool)> = Vec::new();
+        // The device knows an entry typed or printed with a number by that number: the same
+        // number on both sides is the same entry, its content changed or not, and a renumbered
+        // entry is another one.
+        let mut by_seq: HashMap<u64, Vec<usize>> = HashMap::new();
+        for (bk, &i) in b_list.iter().enumerate() {
+            if let Some(s) = seq(&b_entries, i) {
+                by_seq.entry(s).or_default().push(bk);
             }
-            let mut pairs = Vec::new();
-            for (ak, s) in a_seqs.iter().enumerate() {
-                let Some(candidates) = by_seq.get_mut(s) else { continue };
-                let a_key = key(&a_entries, a_list[ak]);
-                let pick = candidates
-                    .iter()
-                    .position(|&bk| key(&b_entries, b_list[bk]) == a_key)
-                    .map(|at| (at, true))
-                    .or_else(|| (!candidates.is_empty()).then_some((0, false)));
-                if let Some((at, same)) = pick {
-                    pairs.push((candidates.remove(at), ak, same));
-                }
+        }
+        for (ak, &j) in a_list.iter().enumerate() {
+            let Some(candidates) = seq(&a_entries, j).and_then(|s| by_seq.get_mut(&s)) else { continue };
+            let a_key = key(&a_entries, j);
+            let pick = candidates
+                .iter()
+                .position(|&bk| key(&b_entries, b_list[bk]) == a_key)
+                .map(|at| (at, true))
+                .or_else(|| (!candidates.is_empty()).then_some((0, false)));
+            if let Some((at, same)) = pick {
+                pairs.push((candidates.remove(at), ak, same));
             }
-            pairs
-        } else {
-            let b_keys: Vec<&str> = b_list.iter().map(|&i| key(&b_entries, i)).collect();
-            let a_keys: Vec<&str> = a_list.iter().map(|&i| key(&a_entries, i)).collect();
-            common_subsequence(&b_keys, &a_keys).into_iter().map(|(b, a)| (b, a, true)).collect()
+        }
+        // An entry typed without a number, on one side, is the equal entry the device printed
+        // with the number it would have given it, on the other (`access-list A permit X` typed
+        // on an empty list is `access-list A seq 5 permit X`).
+        let (mut b_taken, mut a_taken) = (vec![false; b_list.len()], vec![false; a_list.len()]);
+        for &(bk, ak, _) in &pairs {
+            b_taken[bk] = true;
+            a_taken[ak] = true;
+        }
+        let mut b_numbered: HashMap<(u64, &str), usize> = HashMap::new();
+        for (bk, &i) in b_list.iter().enumerate() {
+            if !b_taken[bk] && seq(&b_entries, i).is_some() {
+                b_numbered.entry((b_seqs[bk], key(&b_entries, i))).or_insert(bk);
+            }
+        }
+        let mut a_numbered: HashMap<(u64, &str), usize> = HashMap::new();
+        for (ak, &j) in a_list.iter().enumerate() {
+            if !a_taken[ak] && seq(&a_entries, j).is_some() {
+                a_numbered.entry((a_seqs[ak], key(&a_entries, j))).or_insert(ak);
+            }
+        }
+        for (ak, &j) in a_list.iter().enumerate() {
+            if !a_taken[ak]
+                && seq(&a_entries, j).is_none()
+                && let Some(bk) = b_numbered.remove(&(a_seqs[ak], key(&a_entries, j)))
+            {
+                pairs.push((bk, ak, true));
+                (b_taken[bk], a_taken[ak]) = (true, true);
+            }
+        }
+        for (bk, &i) in b_list.iter().enumerate() {
+            if !b_taken[bk]
+                && seq(&b_entries, i).is_none()
+                && let Some(ak) = a_numbered.remove(&(b_seqs[bk], key(&b_entries, i)))
+                && !a_taken[ak]
+            {
+                pairs.push((bk, ak, true));
+                (b_taken[bk], a_taken[ak]) = (true, true);
+            }
+        }
+        // Entries without a number (IOS numbered access-lists, named ones as IOS 12/15 print
+        // them, nft rules) are their content: equal ones pair in order.
+        let unnumbered = |list: &[usize], entries: &[Option<Entry>], taken: &[bool]| -> Vec<usize> {
+            (0..list.len()).filter(|&k| !taken[k] && seq(entries, list[k]).is_none()).collect()
         };
+        let b_free = unnumbered(&b_list, &b_entries, &b_taken);
+        let a_free = unnumbered(&a_list, &a_entries, &a_taken);
+        let b_keys: Vec<&str> = b_free.iter().map(|&k| key(&b_entries, b_list[k])).collect();
+        let a_keys: Vec<&str> = a_free.iter().map(|&k| key(&a_entries, a_list[k])).collect();
+        pairs.extend(
+            common_subsequence(&b_keys, &a_keys).into_iter().map(|(b, a)| (b_free[b], a_free[a], true)),
+        );
         let mut group_path = context.clone();
         group_path.push(group.to_string());
         let order = |list: &[usize], nodes: &[Node], k: usize| -> Order {
@@ -508,6 +554,31 @@ mod tests {
             frr("access-list 1 permit 10.0.0.1\naccess-list 1 permit 10.0.0.2\naccess-list 1 deny any\n");
         let after = frr("access-list 1 permit 10.0.0.2\naccess-list 1 deny any\n");
         assert_eq!(paths(&diff(&before, &after)), ["no access-list 1 permit 10.0.0.1 [first]"]);
+        // IOS 12/15 print named access-lists without numbers: an entry typed with one goes
+        // between the others, which keep their identity.
+        let before = Config::parse(
+            "ip access-list extended WEB\n permit tcp any any eq 80\n permit tcp any any eq 443\n deny ip any any\n",
+            Dialect::Ios,
+        )
+        .expect("parses");
+        let mut after = before.clone();
+        after
+            .apply(&["ip access-list extended WEB", "15 permit udp any any eq 53"], Dialect::Ios)
+            .expect("applies");
+        assert_eq!(
+            paths(&diff(&before, &after)),
+            ["ip access-list extended WEB > 15 permit udp any any eq 53 [after: permit tcp any any eq 80]"]
+        );
+        // Typed without a number, printed with the one the device gave: the same entry.
+        let typed = Config::from_commands(
+            &["access-list A permit 10.0.0.0/8", "access-list A deny any"],
+            Dialect::Frr,
+        )
+        .expect("applies");
+        assert!(
+            diff(&typed, &frr("access-list A seq 5 permit 10.0.0.0/8\naccess-list A seq 10 deny any\n"))
+                .is_empty()
+        );
     }
 
     #[test]
