@@ -670,7 +670,7 @@ impl FrrReader {
     }
 
     fn read_banner(&mut self, raw: &str) -> Option<Stmt> {
-        let Some(banner) = self.banner.as_mut() else { return None };
+        let banner = self.banner.as_mut()?;
         if banner.push(raw.trim_end_matches('\r')) { self.finish() } else { None }
     }
     fn context(&self) -> Vec<String> {

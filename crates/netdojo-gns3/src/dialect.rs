@@ -272,7 +272,7 @@ fn ios_form(line: &str) -> String {
     // netdojo-config holds a banner as `banner TYPE ^CBODY^C`, its lines joined: typed back
     // with a delimiter its body does not hold (IOS reads `^` as the delimiter, not `^C`).
     if let Some((head, body)) = line.split_once(" ^C")
-        && head.split(' ').filter(|w| *w != "no").next() == Some("banner")
+        && head.split(' ').find(|w| *w != "no") == Some("banner")
     {
         if head.starts_with("no ") {
             return head.to_string();
