@@ -14,10 +14,13 @@
 //!
 //! # FRR and IOS style
 //!
-//! A line indented under a section header belongs to it; a block ends at `exit`, `!`, a dedent,
-//! or `exit-<section>` (`exit-address-family`, `exit-vrf`, `exit-vni`). Typed command lists are
-//! usually flat, so a header also opens a context that lasts until `exit`, `end` or a command
-//! that only exists elsewhere. Those are decided by two tables:
+//! A line indented under another belongs to it, whatever either says: in a printed
+//! configuration any line with more indented lines under it is a section (IOS's `ip vrf`,
+//! `vlan`, `crypto map`, `event manager applet`... need no keyword). A block ends at `exit`,
+//! `!`, a dedent, or `exit-<section>` (`exit-address-family`, `exit-vrf`, `exit-vni`). Typed
+//! command lists are usually flat, so a known header also opens a context that lasts until
+//! `exit`, `end` or a command that only exists elsewhere. Those are decided by two tables,
+//! which only flat lines consult:
 //!
 //! - [`SECTIONS`]: the commands that open a section, and where they may be nested:
 //!   `interface`, `router`, `route-map`, `key chain` (> `key`), `line`, `vrf`,
@@ -26,10 +29,19 @@
 //!   `address-family l2vpn evpn`), `nexthop-group`, `pbr-map`, `bfd` (> `peer`, `profile`),
 //!   `rpki`, `control-plane`, IOS's `class-map`, `policy-map` (> `class`) and named
 //!   `ip access-list standard|extended NAME` / `ipv6 access-list NAME` (FRR's own access-lists
-//!   are one line each and do not open anything).
+//!   are one line each and do not open anything), and IOS's sections for typed lists: `ip vrf`,
+//!   `ip dhcp pool`, `vlan`, `crypto isakmp policy`, `crypto map NAME SEQ`, `ip sla N`, `track`,
+//!   `ipv6 router`, `aaa group server`, `object-group`, `zone-pair`, `archive`,
+//!   `event manager applet`, `spanning-tree mst configuration`, ...
 //! - [`TOP_LEVEL`]: commands that only exist at the top level (`ip route`, `ip prefix-list`,
 //!   `access-list`, `hostname`, ...), so typing one leaves any open section, except where a
 //!   section accepts it too (`vrf` accepts `ip route`, see [`NESTED_COMMANDS`]).
+//!
+//! A delimited banner (`banner motd ^C`, body lines, `^C`; the delimiter is the first character
+//! after the banner type, `^C` counting as one) is one line, `banner TYPE ^CBODY^C`, its body's
+//! lines trimmed and joined by newlines, whatever delimiter it was typed with; FRR's `banner
+//! motd line TEXT` is an ordinary line. [`Dialect::Ios`] also writes the port names IOS prints in
+//! access-list entries as numbers ([`IOS_PORT_NAMES`]).
 //!
 //! Lines that carry no configuration are dropped: `Building configuration...`, `Current
 //! configuration...`, `frr version`, `frr defaults`, `configure terminal`, `end`, `!`
@@ -95,6 +107,10 @@ pub enum Dialect {
     /// Linux commands (`ip link ...`, `sysctl ...`) leave nothing either listing shows and are
     /// skipped in command lists.
     Linux,
+    /// Cisco IOS configurations and commands: FRR's reader, where IOS differs: every banner is
+    /// delimited (`banner motd ^C ... ^C`), and the port names IOS prints in access-lists
+    /// (`eq www`) are their numbers (`eq 80`), so that either spelling compares equal.
+    Ios,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -137,10 +153,34 @@ pub const SECTIONS: &[(&str, &[&[&str]])] = &[
     ("class-map", &[&[]]),
     ("policy-map", &[&[]]),
     ("class", &[&["policy-map"]]),
-    // Named ACLs open a section only in their IOS form; see `opener_keyword`.
+    // Named ACLs open a section only in their IOS form; see `opener_patterns`.
     ("ip access-list", &[&[]]),
     ("ipv6 access-list", &[&[]]),
     ("mac access-list", &[&[]]),
+    // IOS sections, for flat typed lists (a printed configuration nests by indentation alone).
+    // `crypto map` and `ip sla` open one only in some forms; see `opener_patterns`.
+    ("ip vrf", &[&[]]),
+    ("vrf definition", &[&[]]),
+    ("ip dhcp pool", &[&[]]),
+    ("ipv6 dhcp pool", &[&[]]),
+    ("vlan", &[&[]]),
+    ("crypto isakmp policy", &[&[]]),
+    ("crypto isakmp profile", &[&[]]),
+    ("crypto ipsec profile", &[&[]]),
+    ("crypto keyring", &[&[]]),
+    ("crypto map", &[&[]]),
+    ("ip sla", &[&[]]),
+    ("track", &[&[]]),
+    ("ipv6 router", &[&[]]),
+    ("aaa group server", &[&[]]),
+    ("object-group", &[&[]]),
+    ("zone-pair", &[&[]]),
+    ("zone security", &[&[]]),
+    ("parameter-map", &[&[]]),
+    ("archive", &[&[]]),
+    ("event manager applet", &[&[]]),
+    ("spanning-tree mst configuration", &[&[]]),
+    ("redundancy", &[&[]]),
 ];
 
 /// Commands that exist only at the top level (or inside a section that accepts them, see
@@ -193,6 +233,14 @@ pub const TOP_LEVEL: &[&str] = &[
     "ipv6 unicast-routing",
     "boot-start-marker",
     "boot-end-marker",
+    // IOS; their section forms (`ip sla 1`, `crypto map CM 10 ...`, `crypto isakmp policy 10`)
+    // are headers, which are matched first.
+    "ip sla",
+    "crypto map",
+    "crypto isakmp",
+    "crypto ipsec",
+    "ip dhcp excluded-address",
+    "aaa",
 ];
 
 /// Top-level commands a section accepts as its own (`vrf RED` > `ip route ...`).
@@ -289,6 +337,7 @@ pub const SINGLE_VALUED: &[&str] = &[
     "neighbor * distribute-list ? in",
     "neighbor * distribute-list ? out",
     "key-string ?",
+    "banner * ...",
     "policy ?",
     "qdisc root ...",
     "qdisc ingress ...",
@@ -305,17 +354,22 @@ impl Config {
     pub fn parse(text: &str, dialect: Dialect) -> Result<Config, ConfigError> {
         let mut builder = Builder::default();
         match dialect {
-            Dialect::Frr => {
-                let mut reader = FrrReader::default();
+            Dialect::Frr | Dialect::Ios => {
+                let mut reader = FrrReader::new(dialect);
                 let mut linux = LinuxReader::default();
+                let mut lines = 0;
                 for (n, raw) in text.lines().enumerate() {
-                    if is_linux_command(raw) {
+                    lines = n + 1;
+                    if dialect == Dialect::Frr && is_linux_command(raw) {
                         for stmt in linux.read(n + 1, raw, true)? {
                             builder.add(stmt, n + 1)?;
                         }
                     } else if let Some(stmt) = reader.read(raw) {
                         builder.add(stmt, n + 1)?;
                     }
+                }
+                if let Some(stmt) = reader.finish() {
+                    builder.add(stmt, lines)?;
                 }
                 linux.finish()?;
             }
@@ -342,13 +396,13 @@ impl Config {
     /// Applies typed commands (each entry may hold several lines) as the device would. Costs
     /// a scan of the siblings per command: meant for command lists, not whole listings.
     pub fn apply<S: AsRef<str>>(&mut self, commands: &[S], dialect: Dialect) -> Result<(), ConfigError> {
-        let mut frr = FrrReader::default();
+        let mut frr = FrrReader::new(dialect);
         let mut linux = LinuxReader::default();
         let mut n = 0;
         for command in commands {
             for raw in command.as_ref().lines() {
                 n += 1;
-                let stmts = if dialect == Dialect::Linux || is_linux_command(raw) {
+                let stmts = if dialect == Dialect::Linux || dialect == Dialect::Frr && is_linux_command(raw) {
                     linux.read(n, raw, true)?
                 } else {
                     frr.read(raw).into_iter().collect()
@@ -357,6 +411,9 @@ impl Config {
                     apply_stmt(&mut self.nodes, stmt);
                 }
             }
+        }
+        if let Some(stmt) = frr.finish() {
+            apply_stmt(&mut self.nodes, stmt);
         }
         linux.finish()
     }
@@ -543,12 +600,79 @@ struct Frame {
     indented_children: bool,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct FrrReader {
     stack: Vec<Frame>,
+    ios: bool,
+    /// A banner whose closing delimiter has not been read yet.
+    banner: Option<Banner>,
+}
+
+#[derive(Debug)]
+struct Banner {
+    /// `banner motd`.
+    head: String,
+    delimiter: String,
+    body: Vec<String>,
+}
+
+impl Banner {
+    /// Reads one line of the body; `true` once the closing delimiter was in it.
+    fn push(&mut self, text: &str) -> bool {
+        match text.find(&self.delimiter) {
+            Some(at) => {
+                self.body.push(text[..at].to_string());
+                true
+            }
+            None => {
+                self.body.push(text.to_string());
+                false
+            }
+        }
+    }
+
+    /// The banner as one line: its body's lines trimmed, without the blank lines that open and
+    /// close it, between `^C`s (the delimiter IOS prints, whichever was typed).
+    fn stmt(self) -> Stmt {
+        let lines: Vec<&str> = self.body.iter().map(|l| l.trim()).collect();
+        let first = lines.iter().position(|l| !l.is_empty()).unwrap_or(lines.len());
+        let last = lines.iter().rposition(|l| !l.is_empty()).map_or(first, |i| i + 1);
+        let body = lines[first..last.max(first)].join("\n");
+        Stmt::new(Vec::new(), format!("{} ^C{body}^C", self.head), false, Op::Set)
+    }
 }
 
 impl FrrReader {
+    fn new(dialect: Dialect) -> Self {
+        FrrReader { stack: Vec::new(), ios: dialect == Dialect::Ios, banner: None }
+    }
+
+    /// What is left at the end of the text: a banner never closed keeps the body read so far.
+    fn finish(&mut self) -> Option<Stmt> {
+        self.banner.take().map(Banner::stmt)
+    }
+
+    /// A delimited banner starting on this line: `banner TYPE D...D`, the delimiter `D` being
+    /// the first character after the type (`^C` as IOS prints it counts as one). FRR's own
+    /// `banner motd line TEXT|file PATH|default` is one ordinary line.
+    fn banner_start(&self, trimmed: &str) -> Option<Banner> {
+        let rest = trimmed.strip_prefix("banner")?;
+        let rest = rest.strip_prefix([' ', '\t'])?.trim_start();
+        let (kind, rest) = rest.split_once([' ', '\t'])?;
+        let rest = rest.trim_start();
+        let first_word = rest.split_whitespace().next()?;
+        if !self.ios && matches!(first_word, "line" | "file" | "default") {
+            return None;
+        }
+        let delimiter: String =
+            if rest.starts_with("^C") { "^C".into() } else { rest.chars().next()?.to_string() };
+        Some(Banner { head: format!("banner {kind}"), delimiter, body: Vec::new() })
+    }
+
+    fn read_banner(&mut self, raw: &str) -> Option<Stmt> {
+        let banner = self.banner.as_mut()?;
+        if banner.push(raw.trim_end_matches('\r')) { self.finish() } else { None }
+    }
     fn context(&self) -> Vec<String> {
         self.stack.iter().map(|f| f.line.clone()).collect()
     }
@@ -560,17 +684,33 @@ impl FrrReader {
     }
 
     fn read(&mut self, raw: &str) -> Option<Stmt> {
+        if self.banner.is_some() {
+            return self.read_banner(raw);
+        }
         let raw = raw.trim_end_matches('\r');
         let trimmed = raw.trim();
         let indent = raw.len() - raw.trim_start().len();
         if trimmed.is_empty() {
             return None;
         }
+        if let Some(mut banner) = self.banner_start(trimmed) {
+            self.stack.clear();
+            let after =
+                trimmed.find(&banner.delimiter).map_or("", |at| &trimmed[at + banner.delimiter.len()..]);
+            if banner.push(after) {
+                return Some(banner.stmt());
+            }
+            self.banner = Some(banner);
+            return None;
+        }
         if trimmed.starts_with('!') {
             self.stack.retain(|f| f.indent < indent);
             return None;
         }
-        let line = normalise_frr(trimmed);
+        let mut line = normalise_frr(trimmed);
+        if self.ios {
+            line = port_numbers(&line);
+        }
         if is_noise(&line) {
             return None;
         }
@@ -633,12 +773,25 @@ impl FrrReader {
                 })
             };
             self.stack.truncate(accepting.map_or(0, |i| i + 1));
-            return Some(Stmt::new(self.context(), line, false, Op::Set));
+            let stmt = Stmt::new(self.context(), line.clone(), false, Op::Set);
+            self.may_open(line, indent, negated);
+            return Some(stmt);
         }
         if dedented {
             self.stack.clear();
         }
-        Some(Stmt::new(self.context(), line, false, Op::Set))
+        let stmt = Stmt::new(self.context(), line.clone(), false, Op::Set);
+        self.may_open(line, indent, negated);
+        Some(stmt)
+    }
+
+    /// In a printed configuration any line with more indented lines under it is a section,
+    /// known keyword or not (`ip vrf`, `vlan`, `crypto map`, `event manager applet`): a
+    /// top-level line is kept as a possible parent, which the next unindented line drops.
+    fn may_open(&mut self, line: String, indent: usize, negated: bool) {
+        if self.stack.is_empty() && !negated {
+            self.stack.push(Frame { line, indent, real: false, indented_children: false });
+        }
     }
 
     /// Where `line` would open a section: the number of enclosing frames it stays under, or
@@ -672,6 +825,14 @@ fn opener_patterns(line: &str) -> Option<&'static [&'static [&'static str]]> {
     };
     if named_acl == Some(false) {
         return None;
+    }
+    // `crypto map NAME SEQ ...` is an entry with settings under it, `crypto map NAME
+    // local-address X` one line; `ip sla N` a probe, `ip sla schedule|responder|...` one line.
+    match words.as_slice() {
+        ["crypto", "map", _, seq, ..] if seq.parse::<u64>().is_err() => return None,
+        ["crypto", "map", ..] if words.len() < 4 => return None,
+        ["ip", "sla", n, ..] if n.parse::<u64>().is_err() => return None,
+        _ => {}
     }
     SECTIONS
         .iter()
@@ -729,6 +890,91 @@ fn normalise_frr(line: &str) -> String {
 fn netmask_len(mask: Ipv4Addr) -> Option<u32> {
     let m = u32::from(mask);
     (m.leading_ones() + m.trailing_zeros() >= 32).then_some(m.leading_ones())
+}
+
+/// The port names IOS prints in access-list entries, with their numbers (TCP and UDP names
+/// together: no name means two numbers).
+pub const IOS_PORT_NAMES: &[(&str, u16)] = &[
+    ("echo", 7),
+    ("discard", 9),
+    ("daytime", 13),
+    ("chargen", 19),
+    ("ftp-data", 20),
+    ("ftp", 21),
+    ("telnet", 23),
+    ("smtp", 25),
+    ("time", 37),
+    ("nameserver", 42),
+    ("whois", 43),
+    ("tacacs", 49),
+    ("domain", 53),
+    ("bootps", 67),
+    ("bootpc", 68),
+    ("tftp", 69),
+    ("gopher", 70),
+    ("finger", 79),
+    ("www", 80),
+    ("hostname", 101),
+    ("pop2", 109),
+    ("pop3", 110),
+    ("sunrpc", 111),
+    ("ident", 113),
+    ("nntp", 119),
+    ("ntp", 123),
+    ("netbios-ns", 137),
+    ("netbios-dgm", 138),
+    ("netbios-ss", 139),
+    ("snmp", 161),
+    ("snmptrap", 162),
+    ("xdmcp", 177),
+    ("bgp", 179),
+    ("irc", 194),
+    ("dnsix", 195),
+    ("mobile-ip", 434),
+    ("pim-auto-rp", 496),
+    ("isakmp", 500),
+    ("biff", 512),
+    ("exec", 512),
+    ("login", 513),
+    ("who", 513),
+    ("cmd", 514),
+    ("syslog", 514),
+    ("lpd", 515),
+    ("talk", 517),
+    ("rip", 520),
+    ("uucp", 540),
+    ("klogin", 543),
+    ("kshell", 544),
+    ("drip", 3949),
+    ("non500-isakmp", 4500),
+];
+
+/// An access-list entry with the port names IOS prints written as numbers: what follows
+/// `eq`, `neq`, `lt`, `gt` (one port) and `range` (two) in a `tcp` or `udp` entry.
+fn port_numbers(line: &str) -> String {
+    let words: Vec<&str> = line.split(' ').collect();
+    let is_entry = words.iter().any(|w| matches!(*w, "permit" | "deny"))
+        && words.iter().any(|w| matches!(*w, "tcp" | "udp"));
+    if !is_entry {
+        return line.to_string();
+    }
+    let number = |w: &str| IOS_PORT_NAMES.iter().find(|(name, _)| *name == w).map(|(_, n)| n.to_string());
+    let mut out: Vec<String> = Vec::with_capacity(words.len());
+    let mut ports = 0;
+    for w in words {
+        if ports > 0 {
+            ports -= 1;
+            out.push(number(w).unwrap_or_else(|| w.to_string()));
+            continue;
+        }
+        ports = match w {
+            "eq" | "neq" | "lt" | "gt" => 1,
+            "range" => 2,
+            _ => 0,
+        };
+        out.push(w.to_string());
+    }
+    out.join(" ")
 }
 
 fn wildcard_len(wildcard: Ipv4Addr) -> Option<u32> {
@@ -821,14 +1067,18 @@ pub(crate) fn is_named_acl_header(line: &str) -> bool {
     )
 }
 
-/// The sequence numbers FRR gives a list's entries: a number typed with the entry, else the
-/// highest so far rounded down to a multiple of 5, plus 5.
-pub(crate) fn effective_seqs(entries: &[Option<u64>]) -> Vec<u64> {
-    let mut max = 0;
+/// The sequence numbers a device gives a list's entries: a number typed with the entry, else,
+/// for IOS's named access-lists (`group` is `entries`), the highest so far plus 10, and for
+/// FRR's lists the highest so far rounded down to a multiple of 5, plus 5. Past `u64::MAX` the
+/// number stays `u64::MAX`: a typed number can be that large (a device would refuse it), and the
+/// entries that follow it then share it, in list order, after it.
+pub(crate) fn effective_seqs(group: &str, entries: &[Option<u64>]) -> Vec<u64> {
+    let ios = group == "entries";
+    let mut max: u64 = 0;
     entries
         .iter()
         .map(|seq| {
-            let s = seq.unwrap_or((max / 5) * 5 + 5);
+            let s = seq.unwrap_or(if ios { max.saturating_add(10) } else { (max / 5 * 5).saturating_add(5) });
             max = max.max(s);
             s
         })
@@ -877,13 +1127,24 @@ fn apply_stmt(nodes: &mut Vec<Node>, stmt: Stmt) {
     }
 }
 
-/// The section to enter for a context line: that line, or the ordered entry it names.
+/// The section to enter for a context line: that line, or the ordered entry it names (by its
+/// number where it has one: `route-map RM deny 10` enters entry 10 whatever its action).
 fn find_section(siblings: &[Node], context: &[String], line: &str) -> Option<usize> {
     siblings.iter().position(|n| n.line == line).or_else(|| {
         let want = entry(context, line)?;
-        siblings
+        let members: Vec<(usize, Entry)> = siblings
             .iter()
-            .position(|n| entry(context, &n.line).is_some_and(|e| e.group == want.group && e.key == want.key))
+            .enumerate()
+            .filter_map(|(i, n)| entry(context, &n.line).filter(|e| e.group == want.group).map(|e| (i, e)))
+            .collect();
+        match want.seq {
+            Some(s) => {
+                let seqs =
+                    effective_seqs(&want.group, &members.iter().map(|(_, e)| e.seq).collect::<Vec<_>>());
+                seqs.iter().position(|&x| x == s).map(|k| members[k].0)
+            }
+            None => members.iter().find(|(_, e)| e.key == want.key).map(|(i, _)| *i),
+        }
     })
 }
 
@@ -930,7 +1191,7 @@ fn set_entry(siblings: &mut Vec<Node>, context: &[String], line: &str, new: Entr
         .enumerate()
         .filter_map(|(i, n)| entry(context, &n.line).filter(|e| e.group == new.group).map(|e| (i, e)))
         .collect();
-    let seqs = effective_seqs(&members.iter().map(|(_, e)| e.seq).collect::<Vec<_>>());
+    let seqs = effective_seqs(&new.group, &members.iter().map(|(_, e)| e.seq).collect::<Vec<_>>());
     let after_last = members.last().map_or(siblings.len(), |(i, _)| i + 1);
     match new.seq {
         Some(s) => {
@@ -1019,7 +1280,16 @@ struct LinuxReader {
     /// Open nftables blocks, outermost first.
     stack: Vec<String>,
     /// A statement whose braces are not closed yet (`elements = { a,` over several lines).
-    pending: Option<String>,
+    pending: Option<Pending>,
+}
+
+/// An open statement and its brace counts, kept as it grows so that each line costs its own
+/// length, however long the statement gets.
+#[derive(Debug)]
+struct Pending {
+    text: String,
+    opens: usize,
+    closes: usize,
 }
 
 impl LinuxReader {
@@ -1034,30 +1304,32 @@ impl LinuxReader {
     /// rather than read as a listing.
     fn read(&mut self, n: usize, raw: &str, commands: bool) -> Result<Vec<Stmt>, ConfigError> {
         let trimmed = raw.trim();
-        let line = match self.pending.take() {
+        if self.pending.is_none() && (trimmed.is_empty() || trimmed.starts_with('#')) {
+            return Ok(Vec::new());
+        }
+        // `nft -a list ruleset` tags blocks and rules with their handles.
+        let trimmed = match trimmed.find(" # handle ") {
+            Some(at) => trimmed[..at].trim_end(),
+            None => trimmed,
+        };
+        let (line, opens, closes) = match self.pending.take() {
             Some(mut pending) => {
-                pending.push(' ');
-                pending.push_str(trimmed);
-                pending
-            }
-            None => {
-                if trimmed.is_empty() || trimmed.starts_with('#') {
+                pending.text.push(' ');
+                pending.text.push_str(trimmed);
+                pending.opens += trimmed.matches('{').count();
+                pending.closes += trimmed.matches('}').count();
+                if pending.opens > pending.closes {
+                    self.pending = Some(pending);
                     return Ok(Vec::new());
                 }
-                trimmed.to_string()
+                (pending.text, pending.opens, pending.closes)
             }
-        };
-        // `nft -a list ruleset` tags blocks and rules with their handles.
-        let line = match line.find(" # handle ") {
-            Some(at) => line[..at].trim_end().to_string(),
-            None => line,
+            None => (trimmed.to_string(), trimmed.matches('{').count(), trimmed.matches('}').count()),
         };
         let words: Vec<&str> = line.split_whitespace().collect();
-        let opens = line.matches('{').count();
-        let closes = line.matches('}').count();
         match words.first() {
             Some(&"nft") if opens > closes => {
-                self.pending = Some(line);
+                self.pending = Some(Pending { text: line, opens, closes });
                 return Ok(Vec::new());
             }
             Some(&"nft") => return nft_command(n, &line),
@@ -1085,7 +1357,7 @@ impl LinuxReader {
             return Ok(vec![Stmt::new(context, header, true, Op::Set)]);
         }
         if opens > closes {
-            self.pending = Some(line);
+            self.pending = Some(Pending { text: line, opens, closes });
             return Ok(Vec::new());
         }
         if self.stack.is_empty() {
@@ -1501,6 +1773,127 @@ mod tests {
     }
 
     #[test]
+    fn any_line_with_more_indented_lines_under_it_is_a_section() {
+        let ios = "ip vrf RED\n rd 1:1\n route-target export 1:1\n!\nip dhcp pool LAN\n network 10.0.0.0 255.255.255.0\n dns-server 8.8.8.8\n!\nvlan 10\n name USERS\n!\ncrypto isakmp policy 10\n encr aes\n authentication pre-share\ncrypto map CM 10 ipsec-isakmp\n set peer 1.1.1.1\n match address 101\nevent manager applet X\n event syslog pattern \"DOWN\"\n action 1.0 cli command \"enable\"\nspanning-tree mst configuration\n name R\n instance 1 vlan 10\nhostname R1\n";
+        insta::assert_snapshot!(Config::parse(ios, Dialect::Ios).expect("parses").render(), @r#"
+        ip vrf RED
+         rd 1:1
+         route-target export 1:1
+        ip dhcp pool LAN
+         network 10.0.0.0 255.255.255.0
+         dns-server 8.8.8.8
+        vlan 10
+         name USERS
+        crypto isakmp policy 10
+         encr aes
+         authentication pre-share
+        crypto map CM 10 ipsec-isakmp
+         set peer 1.1.1.1
+         match address 101
+        event manager applet X
+         event syslog pattern "DOWN"
+         action 1.0 cli command "enable"
+        spanning-tree mst configuration
+         name R
+         instance 1 vlan 10
+        hostname R1
+        "#);
+        // Swapped VLAN names are edits.
+        let before =
+            Config::parse("vlan 10\n name A\n!\nvlan 20\n name B\n!\n", Dialect::Ios).expect("parses");
+        let after =
+            Config::parse("vlan 10\n name B\n!\nvlan 20\n name A\n!\n", Dialect::Ios).expect("parses");
+        assert_eq!(crate::diff::diff(&before, &after).len(), 4);
+        // A setting under the wrong section does not score.
+        let initial = Config::parse("ip dhcp pool A\n network 10.0.0.0 255.255.255.0\n!\nip dhcp pool B\n network 10.1.0.0 255.255.255.0\n!\n", Dialect::Ios).expect("parses");
+        let mut truth = initial.clone();
+        truth.apply(&["ip dhcp pool A", " dns-server 8.8.8.8"], Dialect::Ios).expect("applies");
+        let mut agent = initial.clone();
+        agent.apply(&["ip dhcp pool B", " dns-server 8.8.8.8"], Dialect::Ios).expect("applies");
+        let s = crate::score::score(&[crate::score::DeviceEdits::new("R1", &initial, &agent, &truth)]);
+        assert_eq!(s.f1, 0.0, "{s:#?}");
+    }
+
+    #[test]
+    fn typed_ios_sections_nest_as_printed_ones() {
+        let typed = Config::from_commands(
+            &[
+                "ip vrf RED",
+                "rd 1:1",
+                "route-target export 1:1",
+                "ip dhcp pool LAN",
+                "dns-server 8.8.8.8",
+                "vlan 10",
+                "name USERS",
+                "crypto map CM 10 ipsec-isakmp",
+                "set peer 1.1.1.1",
+                "crypto map CM local-address Loopback0",
+                "ip sla 1",
+                "icmp-echo 8.8.8.8",
+                "ip sla schedule 1 life forever start-time now",
+                "track 1 ip sla 1 reachability",
+                "delay down 5",
+                "hostname R1",
+            ],
+            Dialect::Ios,
+        )
+        .expect("applies");
+        let printed = Config::parse(
+            "ip vrf RED\n rd 1:1\n route-target export 1:1\n!\nip dhcp pool LAN\n dns-server 8.8.8.8\n!\nvlan 10\n name USERS\n!\ncrypto map CM 10 ipsec-isakmp\n set peer 1.1.1.1\ncrypto map CM local-address Loopback0\nip sla 1\n icmp-echo 8.8.8.8\nip sla schedule 1 life forever start-time now\ntrack 1 ip sla 1 reachability\n delay down 5\nhostname R1\n",
+            Dialect::Ios,
+        )
+        .expect("parses");
+        assert_eq!(typed, printed, "{}", typed.render());
+    }
+
+    #[test]
+    fn banners_are_one_line_whatever_their_delimiter() {
+        let printed =
+            "banner motd ^C\nAuthorised access only\ninterface everything is logged\n^C\nhostname R1\n";
+        let c = Config::parse(printed, Dialect::Ios).expect("parses");
+        assert_eq!(
+            c.render(),
+            "banner motd ^CAuthorised access only\ninterface everything is logged^C\nhostname R1\n"
+        );
+        // Typed with another delimiter, on one line or several: the same banner.
+        let typed = Config::from_commands(
+            &[
+                "banner motd #",
+                "Authorised access only",
+                "interface everything is logged",
+                "#",
+                "hostname R1",
+            ],
+            Dialect::Ios,
+        )
+        .expect("applies");
+        assert_eq!(typed, c);
+        let one = Config::from_commands(&["banner login %Keep out%", "hostname R1"], Dialect::Ios)
+            .expect("applies");
+        assert_eq!(one.render(), "banner login ^CKeep out^C\nhostname R1\n");
+        // FRR's own banner is one line.
+        let frr = Config::from_commands(&["banner motd line hello"], Dialect::Frr).expect("applies");
+        assert_eq!(frr.render(), "banner motd line hello\n");
+    }
+
+    #[test]
+    fn ios_port_names_are_their_numbers() {
+        let printed = "ip access-list extended WEB\n 10 permit tcp any any eq www\n 20 permit udp any range bootps bootpc any\n 30 permit tcp any eq 22 any\naccess-list 101 permit tcp any any eq telnet\n";
+        insta::assert_snapshot!(Config::parse(printed, Dialect::Ios).expect("parses").render(), @r"
+        ip access-list extended WEB
+         10 permit tcp any any eq 80
+         20 permit udp any range 67 68 any
+         30 permit tcp any eq 22 any
+        access-list 101 permit tcp any any eq 23
+        ");
+        let typed = Config::from_commands(&["access-list 101 permit tcp any any eq 23"], Dialect::Ios)
+            .expect("applies");
+        let printed =
+            Config::parse("access-list 101 permit tcp any any eq telnet\n", Dialect::Ios).expect("parses");
+        assert_eq!(typed, printed);
+    }
+
+    #[test]
     fn commands_replace_remove_and_order_as_frr_does() {
         let mut c = frr(
             "interface eth1\n ip ospf cost 20\n shutdown\nexit\nno ipv6 forwarding\naccess-list 10 seq 5 permit 10.0.0.0/8\naccess-list 10 seq 10 deny any\nip prefix-list PL seq 5 permit 10.0.0.0/8\nip prefix-list PL seq 10 permit 172.16.0.0/12\n",
@@ -1560,7 +1953,29 @@ mod tests {
         let chain = ["table inet filter".to_string(), "chain input".to_string()];
         assert!(entry(&chain, "policy accept").is_none());
         assert!(entry(&chain, "tcp dport 22 accept").is_some());
-        assert_eq!(effective_seqs(&[None, None, Some(7), None]), [5, 10, 7, 15]);
+        assert_eq!(effective_seqs("access-list 1", &[None, None, Some(7), None]), [5, 10, 7, 15]);
+        assert_eq!(effective_seqs("entries", &[None, Some(15), None]), [10, 15, 25]);
+    }
+
+    #[test]
+    fn the_largest_sequence_number_does_not_overflow() {
+        let text = "access-list 1 seq 18446744073709551615 permit any\naccess-list 1 permit 10.0.0.0/8\n";
+        // The number after the largest stays the largest: the entry goes last.
+        assert_eq!(effective_seqs("access-list 1", &[Some(u64::MAX), None]), [u64::MAX, u64::MAX]);
+        assert_eq!(effective_seqs("entries", &[Some(u64::MAX - 3), None]), [u64::MAX - 3, u64::MAX]);
+        let parsed = frr(text);
+        assert_eq!(parsed.len(), 2);
+        let empty = Config::default();
+        assert_eq!(crate::diff::diff(&empty, &parsed).len(), 2);
+        assert_eq!(crate::diff::diff(&parsed, &empty).len(), 2);
+        let mut applied = parsed.clone();
+        applied
+            .apply(&["access-list 1 permit 192.168.0.0/16", "access-list 1 seq 7 deny any"], Dialect::Frr)
+            .expect("applies");
+        assert_eq!(
+            applied.render(),
+            "access-list 1 seq 7 deny any\naccess-list 1 seq 18446744073709551615 permit any\naccess-list 1 permit 10.0.0.0/8\naccess-list 1 permit 192.168.0.0/16\n"
+        );
     }
 
     #[test]

@@ -21,20 +21,29 @@
 //! - the entries of one route-map (`route-map NAME permit|deny N`, with what is under them),
 //! - the rules of one nftables chain.
 //!
-//! An entry's position is its sequence number where it has one and FRR's numbering where it
-//! has none (the highest so far, rounded down to a multiple of 5, plus 5), in list order for
-//! nftables rules. Two entries are the same entry when they are equal without their sequence
-//! numbers, and a list's entries are matched as the longest common subsequence: what is left
-//! was added or removed. Each edit of an ordered entry carries the entry before it
-//! ([`Order::after`]), so that scoring can tell an entry appended after `deny any` from the
-//! same entry inserted before it.
+//! An entry's position is its sequence number where it has one and the device's numbering
+//! where it has none (FRR: the highest so far, rounded down to a multiple of 5, plus 5; IOS
+//! named access-lists: the highest so far plus 10), in list order for nftables rules.
+//!
+//! Which entries are the same entry follows the device. An entry with a number (on either
+//! side: a typed `seq`, a route-map entry's, an IOS named access-list entry's) is that number:
+//! entries with the same number are the same entry (equal, or replaced: its line removed and
+//! added, what is under it diffed against what was, as typing `route-map RM deny 10` over
+//! `permit 10` keeps its clauses), and a renumbered entry is one removed and another added. So
+//! inserting `route-map RM permit 15` with one clause is two edits, and deleting entry 10 is one
+//! (`no route-map RM permit 10`), whatever else the list holds. Entries without a number (IOS
+//! numbered access-lists, IOS named ones as IOS 12/15 print them, typed entries the device will
+//! number, nftables rules, whose handles a typed command cannot know) are their content: equal
+//! ones are matched as the longest common subsequence and what is left was added or removed.
+//! Each edit of an ordered entry carries the entry before it ([`Order::after`]), so that
+//! scoring can tell an entry appended after `deny any` from the same entry inserted before it.
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 
 use serde::Serialize;
 
-use crate::config::{Config, Node, effective_seqs, entry};
+use crate::config::{Config, Entry, Node, effective_seqs, entry};
 
 /// Beyond this many cells, the middle of two long lists is matched greedily instead of by
 /// dynamic programming, so that a pathological list of thousands of reordered entries still
@@ -157,43 +166,119 @@ fn diff_level(
         }
     }
 
-    // Ordered lists: pair the longest common subsequence of entries.
-    let mut groups: Vec<&str> = Vec::new();
-    for e in b_entries.iter().chain(&a_entries).flatten() {
-        if !groups.contains(&e.group.as_str()) {
-            groups.push(&e.group);
+    // Ordered lists, each list's members gathered in one pass so that a level with many lists
+    // costs no more than one with a single long list.
+    let mut group_at: HashMap<&str, usize> = HashMap::new();
+    let mut groups: Vec<(&str, Vec<usize>, Vec<usize>)> = Vec::new();
+    for (side, entries) in [&b_entries, &a_entries].into_iter().enumerate() {
+        for (i, e) in entries.iter().enumerate() {
+            let Some(e) = e else { continue };
+            let g = *group_at.entry(e.group.as_str()).or_insert_with(|| {
+                groups.push((e.group.as_str(), Vec::new(), Vec::new()));
+                groups.len() - 1
+            });
+            if side == 0 { groups[g].1.push(i) } else { groups[g].2.push(i) }
         }
     }
-    for group in groups {
-        let members = |entries: &[Option<crate::config::Entry>]| -> Vec<usize> {
-            let idx: Vec<usize> = (0..entries.len())
-                .filter(|&i| entries[i].as_ref().is_some_and(|e| e.group == group))
-                .collect();
-            let seqs = effective_seqs(
-                &idx.iter().map(|&i| entries[i].as_ref().and_then(|e| e.seq)).collect::<Vec<_>>(),
-            );
+    // `after` nodes that replace the `before` entry with their number.
+    let mut replaces: Vec<bool> = vec![false; after.len()];
+    for (group, b_idx, a_idx) in groups {
+        let seq = |entries: &[Option<Entry>], i: usize| entries[i].as_ref().and_then(|e| e.seq);
+        let in_order = |entries: &[Option<Entry>], idx: Vec<usize>| -> (Vec<usize>, Vec<u64>) {
+            let seqs = effective_seqs(group, &idx.iter().map(|&i| seq(entries, i)).collect::<Vec<_>>());
             let mut by_seq: Vec<(u64, usize)> = seqs.into_iter().zip(idx).collect();
             by_seq.sort_by_key(|(seq, _)| *seq);
-            by_seq.into_iter().map(|(_, i)| i).collect()
+            by_seq.into_iter().map(|(s, i)| (i, s)).unzip()
         };
-        let (b_list, a_list) = (members(&b_entries), members(&a_entries));
-        let b_keys: Vec<&str> =
-            b_list.iter().map(|&i| b_entries[i].as_ref().map_or("", |e| e.key.as_str())).collect();
-        let a_keys: Vec<&str> =
-            a_list.iter().map(|&i| a_entries[i].as_ref().map_or("", |e| e.key.as_str())).collect();
-        let pairs = common_subsequence(&b_keys, &a_keys);
+        let (b_list, b_seqs) = in_order(&b_entries, b_idx);
+        let (a_list, a_seqs) = in_order(&a_entries, a_idx);
+        // (position in b_list, position in a_list, same entry rather than a replacement)
+        let mut pairs: Vec<(usize, usize, bool)> = Vec::new();
+        // The device knows an entry typed or printed with a number by that number: the same
+        // number on both sides is the same entry, its content changed or not, and a renumbered
+        // entry is another one.
+        let mut by_seq: HashMap<u64, Vec<usize>> = HashMap::new();
+        for (bk, &i) in b_list.iter().enumerate() {
+            if let Some(s) = seq(&b_entries, i) {
+                by_seq.entry(s).or_default().push(bk);
+            }
+        }
+        for (ak, &j) in a_list.iter().enumerate() {
+            let Some(candidates) = seq(&a_entries, j).and_then(|s| by_seq.get_mut(&s)) else { continue };
+            let a_key = key(&a_entries, j);
+            let pick = candidates
+                .iter()
+                .position(|&bk| key(&b_entries, b_list[bk]) == a_key)
+                .map(|at| (at, true))
+                .or_else(|| (!candidates.is_empty()).then_some((0, false)));
+            if let Some((at, same)) = pick {
+                pairs.push((candidates.remove(at), ak, same));
+            }
+        }
+        // An entry typed without a number, on one side, is the equal entry the device printed
+        // with the number it would have given it, on the other (`access-list A permit X` typed
+        // on an empty list is `access-list A seq 5 permit X`).
+        let (mut b_taken, mut a_taken) = (vec![false; b_list.len()], vec![false; a_list.len()]);
+        for &(bk, ak, _) in &pairs {
+            b_taken[bk] = true;
+            a_taken[ak] = true;
+        }
+        let mut b_numbered: HashMap<(u64, &str), usize> = HashMap::new();
+        for (bk, &i) in b_list.iter().enumerate() {
+            if !b_taken[bk] && seq(&b_entries, i).is_some() {
+                b_numbered.entry((b_seqs[bk], key(&b_entries, i))).or_insert(bk);
+            }
+        }
+        let mut a_numbered: HashMap<(u64, &str), usize> = HashMap::new();
+        for (ak, &j) in a_list.iter().enumerate() {
+            if !a_taken[ak] && seq(&a_entries, j).is_some() {
+                a_numbered.entry((a_seqs[ak], key(&a_entries, j))).or_insert(ak);
+            }
+        }
+        for (ak, &j) in a_list.iter().enumerate() {
+            if !a_taken[ak]
+                && seq(&a_entries, j).is_none()
+                && let Some(bk) = b_numbered.remove(&(a_seqs[ak], key(&a_entries, j)))
+            {
+                pairs.push((bk, ak, true));
+                (b_taken[bk], a_taken[ak]) = (true, true);
+            }
+        }
+        for (bk, &i) in b_list.iter().enumerate() {
+            if !b_taken[bk]
+                && seq(&b_entries, i).is_none()
+                && let Some(ak) = a_numbered.remove(&(b_seqs[bk], key(&b_entries, i)))
+                && !a_taken[ak]
+            {
+                pairs.push((bk, ak, true));
+                (b_taken[bk], a_taken[ak]) = (true, true);
+            }
+        }
+        // Entries without a number (IOS numbered access-lists, named ones as IOS 12/15 print
+        // them, nft rules) are their content: equal ones pair in order.
+        let unnumbered = |list: &[usize], entries: &[Option<Entry>], taken: &[bool]| -> Vec<usize> {
+            (0..list.len()).filter(|&k| !taken[k] && seq(entries, list[k]).is_none()).collect()
+        };
+        let b_free = unnumbered(&b_list, &b_entries, &b_taken);
+        let a_free = unnumbered(&a_list, &a_entries, &a_taken);
+        let b_keys: Vec<&str> = b_free.iter().map(|&k| key(&b_entries, b_list[k])).collect();
+        let a_keys: Vec<&str> = a_free.iter().map(|&k| key(&a_entries, a_list[k])).collect();
+        pairs.extend(
+            common_subsequence(&b_keys, &a_keys).into_iter().map(|(b, a)| (b_free[b], a_free[a], true)),
+        );
         let mut group_path = context.clone();
         group_path.push(group.to_string());
         let order = |list: &[usize], nodes: &[Node], k: usize| -> Order {
             Order { group: group_path.clone(), after: k.checked_sub(1).map(|p| nodes[list[p]].line.clone()) }
         };
-        let mut b_paired = vec![false; b_list.len()];
-        for &(bk, ak) in &pairs {
-            b_paired[bk] = true;
+        let mut b_kept = vec![false; b_list.len()];
+        for &(bk, ak, same) in &pairs {
+            b_kept[bk] = same;
             continues[a_list[ak]] = Some(b_list[bk]);
+            replaces[a_list[ak]] = !same;
         }
-        for (bk, paired) in b_paired.iter().enumerate() {
-            if !paired {
+        for (bk, kept) in b_kept.iter().enumerate() {
+            if !kept {
                 out.push(edit(
                     Change::Remove,
                     &before[b_list[bk]].line,
@@ -209,6 +294,10 @@ fn diff_level(
 
     for (j, n) in after.iter().enumerate() {
         let order = a_order[j].take().or_else(|| inherited.cloned());
+        if replaces[j] {
+            // A replaced entry keeps what is under it, as the device does.
+            out.push(edit(Change::Add, &n.line, order.clone(), context));
+        }
         let children_before: &[Node] = match continues[j] {
             Some(i) => &before[i].children,
             None => {
@@ -220,6 +309,10 @@ fn diff_level(
         diff_level(children_before, &n.children, context, order.as_ref(), out);
         context.pop();
     }
+}
+
+fn key(entries: &[Option<Entry>], i: usize) -> &str {
+    entries[i].as_ref().map_or("", |e| e.key.as_str())
 }
 
 /// Pairs of positions `(in a, in b)` of a common subsequence of `a` and `b`: the longest one,
@@ -341,20 +434,40 @@ mod tests {
     }
 
     #[test]
-    fn ordered_lists_compare_in_order_without_sequence_numbers() {
+    fn ordered_lists_compare_by_number_or_in_order() {
         let before = frr("access-list 10 seq 5 permit 10.0.0.0/8\naccess-list 10 seq 10 deny any\n");
-        // Renumbered, same order: no change.
-        let renumbered = frr("access-list 10 seq 10 permit 10.0.0.0/8\naccess-list 10 seq 20 deny any\n");
-        assert!(diff(&before, &renumbered).is_empty());
-        // Swapped: an entry moves.
+        // Renumbered: the device knows entries by number, so each renumbered entry is removed
+        // and added.
+        let renumbered = frr("access-list 10 seq 5 permit 10.0.0.0/8\naccess-list 10 seq 20 deny any\n");
+        assert_eq!(
+            paths(&diff(&before, &renumbered)),
+            [
+                "no access-list 10 seq 10 deny any [after: access-list 10 seq 5 permit 10.0.0.0/8]",
+                "access-list 10 seq 20 deny any [after: access-list 10 seq 5 permit 10.0.0.0/8]"
+            ]
+        );
+        // Swapped contents: both numbered entries change.
         let swapped = frr("access-list 10 seq 5 deny any\naccess-list 10 seq 10 permit 10.0.0.0/8\n");
         assert_eq!(
             paths(&diff(&before, &swapped)),
             [
                 "no access-list 10 seq 5 permit 10.0.0.0/8 [first]",
+                "no access-list 10 seq 10 deny any [after: access-list 10 seq 5 permit 10.0.0.0/8]",
+                "access-list 10 seq 5 deny any [first]",
                 "access-list 10 seq 10 permit 10.0.0.0/8 [after: access-list 10 seq 5 deny any]"
             ]
         );
+        // Without numbers, the entries are their content: one entry moved.
+        let before = frr("access-list 10 permit 10.0.0.0/8\naccess-list 10 deny any\n");
+        let swapped = frr("access-list 10 deny any\naccess-list 10 permit 10.0.0.0/8\n");
+        assert_eq!(
+            paths(&diff(&before, &swapped)),
+            [
+                "no access-list 10 permit 10.0.0.0/8 [first]",
+                "access-list 10 permit 10.0.0.0/8 [after: access-list 10 deny any]"
+            ]
+        );
+        let before = frr("access-list 10 seq 5 permit 10.0.0.0/8\naccess-list 10 seq 10 deny any\n");
         // Inserted by sequence number, listed out of order: sorted before comparing.
         let inserted = frr(
             "access-list 10 seq 10 deny any\naccess-list 10 seq 5 permit 10.0.0.0/8\naccess-list 10 seq 7 permit 1.0.0.0/8\n",
@@ -378,6 +491,94 @@ mod tests {
         );
         assert_eq!(edits[0].order.as_ref().map(|o| o.group.clone()), Some(vec!["route-map RM".to_string()]));
         assert!(!edits[0].is_entry() && edits[1].is_entry());
+    }
+
+    const ROUTE_MAP: &str = "route-map RM permit 10\n match ip address prefix-list A\nexit\nroute-map RM permit 20\n match ip address prefix-list B\nexit\nroute-map RM deny 30\nexit\n";
+
+    #[test]
+    fn route_map_entries_are_identified_by_their_sequence_numbers() {
+        let before = frr(ROUTE_MAP);
+        let deleted_10 = frr(
+            "route-map RM permit 20\n match ip address prefix-list B\nexit\nroute-map RM deny 30\nexit\n",
+        );
+        assert_eq!(paths(&diff(&before, &deleted_10)), ["no route-map RM permit 10 [first]"]);
+        let inserted_15 =
+            frr(&format!("{ROUTE_MAP}route-map RM permit 15\n match ip address prefix-list C\nexit\n"));
+        assert_eq!(
+            paths(&diff(&before, &inserted_15)),
+            [
+                "route-map RM permit 15 [after: route-map RM permit 10]",
+                "route-map RM permit 15 > match ip address prefix-list C"
+            ]
+        );
+        // Renumbering is a new entry: the device knows entries by number.
+        let renumbered = frr(
+            "route-map RM permit 10\n match ip address prefix-list A\nexit\nroute-map RM permit 25\n match ip address prefix-list B\nexit\nroute-map RM deny 30\nexit\n",
+        );
+        assert_eq!(
+            paths(&diff(&before, &renumbered)),
+            [
+                "no route-map RM permit 20 [after: route-map RM permit 10]",
+                "route-map RM permit 25 [after: route-map RM permit 10]",
+                "route-map RM permit 25 > match ip address prefix-list B"
+            ]
+        );
+        // Deleting entry 20 is not deleting entry 10.
+        let deleted_20 = frr(
+            "route-map RM permit 10\n match ip address prefix-list A\nexit\nroute-map RM deny 30\nexit\n",
+        );
+        let s = crate::score::score_edits(&diff(&before, &deleted_20), &diff(&before, &deleted_10));
+        assert_eq!((s.precision, s.recall), (0.0, 0.0), "{s:#?}");
+    }
+
+    #[test]
+    fn numbered_list_entries_pair_by_number_and_unnumbered_ones_by_content() {
+        let before = frr(
+            "ip prefix-list PL seq 5 permit 10.0.0.0/8\nip prefix-list PL seq 10 permit 172.16.0.0/12\nip prefix-list PL seq 15 deny any\n",
+        );
+        let after = frr("ip prefix-list PL seq 10 permit 172.16.0.0/12\nip prefix-list PL seq 15 deny any\n");
+        assert_eq!(paths(&diff(&before, &after)), ["no ip prefix-list PL seq 5 permit 10.0.0.0/8 [first]"]);
+        // Same number, new content: the entry is replaced.
+        let after = frr(
+            "ip prefix-list PL seq 5 deny 10.0.0.0/8\nip prefix-list PL seq 10 permit 172.16.0.0/12\nip prefix-list PL seq 15 deny any\n",
+        );
+        assert_eq!(
+            paths(&diff(&before, &after)),
+            [
+                "no ip prefix-list PL seq 5 permit 10.0.0.0/8 [first]",
+                "ip prefix-list PL seq 5 deny 10.0.0.0/8 [first]"
+            ]
+        );
+        // IOS numbered access-lists print no numbers: entries are their content.
+        let before =
+            frr("access-list 1 permit 10.0.0.1\naccess-list 1 permit 10.0.0.2\naccess-list 1 deny any\n");
+        let after = frr("access-list 1 permit 10.0.0.2\naccess-list 1 deny any\n");
+        assert_eq!(paths(&diff(&before, &after)), ["no access-list 1 permit 10.0.0.1 [first]"]);
+        // IOS 12/15 print named access-lists without numbers: an entry typed with one goes
+        // between the others, which keep their identity.
+        let before = Config::parse(
+            "ip access-list extended WEB\n permit tcp any any eq 80\n permit tcp any any eq 443\n deny ip any any\n",
+            Dialect::Ios,
+        )
+        .expect("parses");
+        let mut after = before.clone();
+        after
+            .apply(&["ip access-list extended WEB", "15 permit udp any any eq 53"], Dialect::Ios)
+            .expect("applies");
+        assert_eq!(
+            paths(&diff(&before, &after)),
+            ["ip access-list extended WEB > 15 permit udp any any eq 53 [after: permit tcp any any eq 80]"]
+        );
+        // Typed without a number, printed with the one the device gave: the same entry.
+        let typed = Config::from_commands(
+            &["access-list A permit 10.0.0.0/8", "access-list A deny any"],
+            Dialect::Frr,
+        )
+        .expect("applies");
+        assert!(
+            diff(&typed, &frr("access-list A seq 5 permit 10.0.0.0/8\naccess-list A seq 10 deny any\n"))
+                .is_empty()
+        );
     }
 
     #[test]

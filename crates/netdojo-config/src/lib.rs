@@ -6,6 +6,8 @@
 //! - [`diff`]: their hierarchical diff, with ordered lists (ACL entries, route-map sequences).
 //! - [`score`]: NetConfBench's command score (seed 001 §4.3): the agent's effective edits
 //!   against the ground truth's, with consistent wildcard renaming of non-essential names.
+//! - [`shapes`]: large generated inputs for the benchmark (`cargo xtask bench config`) and the
+//!   tests that they read and diff in linear time.
 //!
 //! Backends (FRR on namespaces, GNS3, MCP devices) export configurations; this crate judges
 //! them, so no backend needs another to be scored the same way.
@@ -14,6 +16,7 @@ pub mod ani;
 pub mod config;
 pub mod diff;
 pub mod score;
+pub mod shapes;
 
 use netdojo_core::{Metric, Scorer, Task, Trajectory};
 

@@ -232,3 +232,77 @@ fn a_large_configuration_diffs_correctly() {
         Some("ip prefix-list BIG seq 4995 permit 192.171.230.0/24")
     );
 }
+
+/// 100,000-line inputs of every shape that once took quadratic time read and diff to what they
+/// should (their speed is `cargo xtask bench config`'s business, not a test's).
+#[test]
+fn large_inputs_of_every_shape_read_and_diff_correctly() {
+    use netdojo_config::config::ConfigError;
+    use netdojo_config::shapes::{Expected, shapes};
+    for shape in shapes(100_000) {
+        let parse = |text: &str| Config::parse(text, shape.dialect);
+        match shape.expected {
+            Expected::Unclosed => {
+                assert_eq!(
+                    parse(&shape.before),
+                    Err(ConfigError::UnclosedBlock { open: 3 }),
+                    "{}",
+                    shape.name
+                );
+            }
+            Expected::Edits(n) => {
+                let before = parse(&shape.before).unwrap_or_else(|e| panic!("{}: {e}", shape.name));
+                let after = parse(&shape.after).unwrap_or_else(|e| panic!("{}: {e}", shape.name));
+                // Only `!` separators carry nothing.
+                assert!(before.len() >= shape.lines * 2 / 3, "{}: {} lines", shape.name, before.len());
+                let edits = diff(&before, &after);
+                assert_eq!(edits.len(), n, "{}: {edits:#?}", shape.name);
+            }
+        }
+    }
+}
+
+/// testdata/config-edits/: hand-labelled before/after pairs (see its README.md). The diff of
+/// each has exactly the edits an engineer counts, and where the pair lists them, those edits.
+#[test]
+fn the_hand_labelled_corpus_counts_as_an_engineer_does() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/config-edits");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("testdata/config-edits")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 40, "{} pairs", files.len());
+    let mut wrong = Vec::new();
+    for path in &files {
+        let text = std::fs::read_to_string(path).expect("reads");
+        let pair: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let dialect = match pair["dialect"].as_str() {
+            Some("frr") => Dialect::Frr,
+            Some("ios") => Dialect::Ios,
+            Some("linux") => Dialect::Linux,
+            other => panic!("{name}: dialect {other:?}"),
+        };
+        let lines = |key: &str| -> String {
+            let lines: Vec<&str> =
+                pair[key].as_array().expect("lines").iter().map(|l| l.as_str().expect("a line")).collect();
+            lines.join("\n") + "\n"
+        };
+        let before = Config::parse(&lines("before"), dialect).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let after = Config::parse(&lines("after"), dialect).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let edits: Vec<String> = diff(&before, &after).iter().map(ToString::to_string).collect();
+        let count = pair["edits"].as_u64().expect("edits") as usize;
+        if edits.len() != count {
+            wrong.push(format!("{name}: {} edits, labelled {count}: {edits:#?}", edits.len()));
+        }
+        if let Some(expected) = pair.get("expected").and_then(|e| e.as_array()) {
+            let expected: Vec<&str> = expected.iter().map(|e| e.as_str().expect("an edit")).collect();
+            if edits != expected {
+                wrong.push(format!("{name}: edits {edits:#?}, labelled {expected:#?}"));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}

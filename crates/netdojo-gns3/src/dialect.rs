@@ -248,7 +248,7 @@ impl CliDialect {
             Self::Ios => {
                 use netdojo_config::config::{Config, Dialect};
                 let parse = |text: &str, which: &str| {
-                    Config::parse(text, Dialect::Frr).map_err(|e| format!("the {which} configuration: {e}"))
+                    Config::parse(text, Dialect::Ios).map_err(|e| format!("the {which} configuration: {e}"))
                 };
                 let edits = netdojo_config::diff::diff(&parse(from, "current")?, &parse(to, "restored")?);
                 let mut commands = Vec::new();
@@ -269,6 +269,19 @@ impl CliDialect {
 /// A line of netdojo-config's normal form as IOS takes it: the prefix forms it writes for
 /// `ip address A M`, `ip route A M ...` and `network A WILDCARD area N` turned back into masks.
 fn ios_form(line: &str) -> String {
+    // netdojo-config holds a banner as `banner TYPE ^CBODY^C`, its lines joined: typed back
+    // with a delimiter its body does not hold (IOS reads `^` as the delimiter, not `^C`).
+    if let Some((head, body)) = line.split_once(" ^C")
+        && head.split(' ').find(|w| *w != "no") == Some("banner")
+    {
+        if head.starts_with("no ") {
+            return head.to_string();
+        }
+        let body = body.strip_suffix("^C").unwrap_or(body);
+        let delimiter =
+            ['#', '%', '&', '$', '@', '~'].into_iter().find(|c| !body.contains(*c)).unwrap_or('#');
+        return format!("{head} {delimiter}{body}{delimiter}");
+    }
     let mut words: Vec<String> = line.split_whitespace().map(str::to_string).collect();
     let start = usize::from(words.first().is_some_and(|w| w == "no"));
     let rest: Vec<&str> = words[start..].iter().map(String::as_str).collect();

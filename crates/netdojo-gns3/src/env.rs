@@ -535,13 +535,13 @@ impl Gns3Env {
         for (device, final_text) in finals {
             let initial_text = self.initial.get(device).cloned().unwrap_or_default();
             let parse =
-                |t: &str| Config::parse(t, Dialect::Frr).map_err(|e| runtime_err(format!("{device}: {e}")));
+                |t: &str| Config::parse(t, Dialect::Ios).map_err(|e| runtime_err(format!("{device}: {e}")));
             let initial = parse(&initial_text)?;
             let final_config = parse(final_text)?;
             let mut expected = initial.clone();
             if let Some(commands) = task.ground_truth_configs.get(device) {
                 expected
-                    .apply(commands, Dialect::Frr)
+                    .apply(commands, Dialect::Ios)
                     .map_err(|e| runtime_err(format!("ground truth of {device}: {e}")))?;
             }
             devices.push(netdojo_config::score::DeviceEdits::new(device, &initial, &final_config, &expected));

@@ -703,6 +703,23 @@ mod console {
             )
             .expect("restore commands");
         assert_eq!(ospf, ["router ospf 1", "network 10.0.0.0 0.0.0.255 area 0", "exit"]);
+        // IOS sections netdojo-config has no keyword for, and a banner, go back as typed.
+        let vrf = ios
+            .restore_commands(
+                "ip vrf RED\n rd 1:1\n!\nbanner motd ^C\nKeep out\n^C\nend\n",
+                "ip vrf RED\n rd 1:1\n route-target export 1:1\n!\nbanner motd ^C\nKeep out # now\n^C\nend\n",
+            )
+            .expect("restore commands");
+        assert_eq!(
+            vrf,
+            [
+                "no banner motd",
+                "ip vrf RED",
+                "route-target export 1:1",
+                "exit",
+                "banner motd %Keep out # now%"
+            ]
+        );
     }
 
     #[tokio::test]
