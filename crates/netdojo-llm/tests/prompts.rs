@@ -67,7 +67,8 @@ fn routing() -> Case {
 fn netconf() -> Case {
     let text = std::fs::read_to_string("tests/data/netconf-static-route.json").expect("fixture");
     let fixture: Value = serde_json::from_str(&text).expect("fixture JSON");
-    let mut tools: Vec<ToolSpec> = serde_json::from_value(fixture["tools"].clone()).expect("tools");
+    // The environment's own tools: a prompt snapshot follows their schema as it changes.
+    let mut tools = netdojo_core::Environment::tools(&netdojo_netconf::NetconfEnv::default());
     tools.push(ToolSpec::finish(None));
     let brief = fixture["brief"].as_str().expect("brief").to_string();
     let task = NetconfGenerator.generate(EVAL_SEED, 0).expect("task");
