@@ -28,6 +28,89 @@ pub struct App {
     pub scorers: Vec<Box<dyn Scorer>>,
 }
 
+/// NetConfBench's reasoning judge (seed 001 §3.1): the auxiliary LLM that condenses an agent's
+/// trace before the embedding.
+#[derive(Debug, Clone, Default, clap::Args, Serialize, Deserialize)]
+pub struct JudgeArgs {
+    /// netconf, gns3: condense each agent's trace with this model before the reasoning score
+    /// (metric `reasoning`; without it, `reasoning_concat`).
+    #[arg(long)]
+    #[serde(default)]
+    pub judge_model: Option<String>,
+    /// The judge's OpenAI-compatible endpoint (default: --base-url, then https://api.openai.com/v1).
+    #[arg(long)]
+    #[serde(default)]
+    pub judge_base_url: Option<String>,
+    /// The variable holding the judge's API key (default OPENAI_API_KEY when set; only the
+    /// name is saved).
+    #[arg(long)]
+    #[serde(default)]
+    pub judge_api_key_env: Option<String>,
+}
+
+/// The judge: one chat completion per episode, at temperature 0.
+#[derive(Debug)]
+pub struct Judge {
+    chat: OpenAiChat,
+}
+
+/// What the judge is asked (the seed: "condensed by an auxiliary LLM").
+const JUDGE_PROMPT: &str = "Below is the trace of an agent that configured network devices: its \
+     reasoning at each step and the tool calls it made. Condense it into the reasoning behind its \
+     final configuration, in at most five sentences: what the network needed or what was wrong, \
+     what the agent changed, and why. Write plain prose, no lists, no commands quoted in full.";
+
+impl Judge {
+    pub fn new(args: &JudgeArgs, fallback_base_url: Option<&str>) -> Result<Option<Self>> {
+        let Some(model) = args.judge_model.clone() else { return Ok(None) };
+        let base =
+            args.judge_base_url.as_deref().or(fallback_base_url).unwrap_or("https://api.openai.com/v1");
+        let api_key_env = args
+            .judge_api_key_env
+            .clone()
+            .or_else(|| std::env::var_os("OPENAI_API_KEY").is_some().then(|| "OPENAI_API_KEY".to_string()));
+        let config = OpenAiConfig {
+            api_key_env,
+            sampling: Sampling { temperature: Some(0.0), seed: Some(0), max_tokens: Some(256) },
+            ..OpenAiConfig::new(base, model)
+        };
+        let chat = OpenAiChat::new(config).context("--judge-model")?;
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?
+            .block_on(chat.check_model())
+            .context("--judge-model")?;
+        Ok(Some(Self { chat }))
+    }
+}
+
+impl netdojo::netconf::Condenser for Judge {
+    fn condense(&self, trace: &str) -> std::result::Result<netdojo::netconf::Condensed, String> {
+        use netdojo::llm::{Message, Role};
+        let messages = [Message::new(Role::System, JUDGE_PROMPT), Message::new(Role::User, trace)];
+        let body = self.chat.request(&messages, None);
+        // Scorers are synchronous and may run inside the runner's runtime: the call gets a
+        // thread and a runtime of its own.
+        let exchange = std::thread::scope(|s| {
+            s.spawn(|| {
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map_err(|e| e.to_string())?
+                    .block_on(self.chat.send(&body))
+                    .map_err(|e| e.to_string())
+            })
+            .join()
+            .map_err(|_| "the judge's thread panicked".to_string())?
+        })?;
+        let tokens = exchange.reply.usage.map_or(0, |u| u.prompt_tokens + u.completion_tokens);
+        if exchange.reply.content.trim().is_empty() {
+            return Err("the judge answered nothing".into());
+        }
+        Ok(netdojo::netconf::Condensed { text: exchange.reply.content, tokens })
+    }
+}
+
 /// Options some environments read.
 #[derive(Debug, Clone, Default)]
 pub struct EnvOptions {
@@ -37,6 +120,8 @@ pub struct EnvOptions {
     pub gns3_url: Option<String>,
     /// gns3: a node mapping file (`{"R1": {"template": "c7200"}}`) over the tasks' own.
     pub gns3_nodes: Option<PathBuf>,
+    /// netconf, gns3: the reasoning score's judge.
+    pub judge: Option<Arc<Judge>>,
 }
 
 pub fn app(name: &str, options: &EnvOptions) -> Result<App> {
@@ -79,7 +164,7 @@ pub fn app(name: &str, options: &EnvOptions) -> Result<App> {
                     Box::new(netdojo::score::Correctness),
                     Box::new(netdojo::score::CheckRate),
                     Box::new(CommandScore),
-                    Box::new(ReasoningScore::new(Arc::new(embedder))),
+                    Box::new(reasoning(embedder, options)),
                     Box::new(netdojo::score::Latency),
                 ],
             })
@@ -118,6 +203,15 @@ pub fn gns3_options(options: &EnvOptions) -> Result<netdojo::gns3::Gns3Options> 
     Ok(gns3)
 }
 
+/// NetConfBench's reasoning score, with the judge when one was given.
+fn reasoning(embedder: netdojo::embed::Embedder, options: &EnvOptions) -> ReasoningScore {
+    let score = ReasoningScore::new(Arc::new(embedder));
+    match &options.judge {
+        Some(judge) => score.with_judge(judge.clone()),
+        None => score,
+    }
+}
+
 /// NetConfBench tasks on a GNS3 server.
 fn gns3(options: &EnvOptions) -> Result<App> {
     use netdojo::gns3::Gns3Factory;
@@ -129,7 +223,7 @@ fn gns3(options: &EnvOptions) -> Result<App> {
         Box::new(netdojo::score::Latency),
     ];
     match netdojo::embed::Embedder::load(&netdojo::embed::default_dir()) {
-        Ok(embedder) => scorers.push(Box::new(ReasoningScore::new(Arc::new(embedder)))),
+        Ok(embedder) => scorers.push(Box::new(reasoning(embedder, options))),
         Err(e) => eprintln!(
             "environment `gns3`: no reasoning score ({e}); `cargo xtask fetch-model` fetches its model"
         ),

@@ -83,6 +83,10 @@ pub struct EvalArgs {
     #[command(flatten)]
     #[serde(default)]
     pub mcp: apps::McpAgentArgs,
+    /// netconf, gns3: the reasoning score's judge.
+    #[command(flatten)]
+    #[serde(default)]
+    pub judge: apps::JudgeArgs,
     /// Run directory (default: runs/ENV-AGENT-sSEED-TIME).
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -162,12 +166,14 @@ pub fn eval(args: EvalArgs) -> Result<ExitCode> {
         None => (args, None),
     };
 
+    let judge = apps::Judge::new(&args.judge, args.llm.base_url.as_deref())?.map(Arc::new);
     let app = apps::app(
         &args.env,
         &EnvOptions {
             graph: args.graph.clone(),
             gns3_url: args.gns3_url.clone(),
             gns3_nodes: args.gns3_nodes.clone(),
+            judge,
         },
     )?;
     let agent = match args.agent.as_str() {

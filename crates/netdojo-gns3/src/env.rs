@@ -508,11 +508,9 @@ impl Gns3Env {
         let device = netdojo_core::testcase::testcase_device(tc, nodes)?;
         let device = device.as_str();
         if tc.expected_result.is_some() {
-            return Err(
-                "expected_result (§4.1) is checked against FRR routers' routing tables; on GNS3 a \
+            return Err("expected_result (§4.1) is checked against FRR routers' routing tables; on GNS3 a \
                  testcase runs `commands` and matches `expected_output` (§4.3)"
-                    .into(),
-            );
+                .into());
         }
         if tc.commands.is_empty() {
             return Err("the testcase has no commands".into());

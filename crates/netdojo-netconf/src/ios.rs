@@ -22,9 +22,10 @@ pub fn is_ios(task: &ConfigTask) -> bool {
         .iter()
         .filter_map(|l| parse_link(l))
         .any(|((_, a), (_, b))| ios_name(&a) || ios_name(&b));
-    let startup = task.startup_configs.values().any(|c| {
-        c.contains("\r\n") || c.lines().any(|l| l.split_whitespace().next() == Some("version"))
-    });
+    let startup = task
+        .startup_configs
+        .values()
+        .any(|c| c.contains("\r\n") || c.lines().any(|l| l.split_whitespace().next() == Some("version")));
     links || startup
 }
 

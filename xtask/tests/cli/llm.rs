@@ -220,3 +220,59 @@ fn a_run_survives_a_dead_server_resume_finishes_it_and_the_key_is_written_nowher
         assert!(!contains(text, KEY.as_bytes()), "the API key is in the {what} of xtask");
     }
 }
+
+/// NetConfBench's reasoning judge (seed 001 §3.1) on the real server: each episode's trace is
+/// condensed by the model before the embedding, the metric is `reasoning` and the judge's call
+/// and tokens are recorded; a judge that cannot be reached stops the run before any episode.
+#[test]
+fn the_reasoning_judge_condenses_each_trace_and_records_its_tokens() {
+    let Some(url) = server("the reasoning judge") else { return };
+    if !crate::common::frr_or_skip("the reasoning judge") {
+        return;
+    }
+    let task = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/netconf/static-route.json");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let run = tmp.path().join("run");
+    let eval = |base: &str, out: &Path| {
+        Command::new(env!("CARGO_BIN_EXE_xtask"))
+            .args([
+                "eval",
+                "--env",
+                "netconf",
+                "--agent",
+                "oracle",
+                "--quiet",
+                "--judge-model",
+                "smollm2-135m",
+            ])
+            .args(["--judge-base-url", base, "--suite"])
+            .arg(&task)
+            .arg("--out")
+            .arg(out)
+            .output()
+            .expect("run xtask")
+    };
+    let out = eval(&url, &run);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let record: serde_json::Value =
+        serde_json::from_str(fs::read_to_string(run.join("episodes.jsonl")).expect("episodes").trim())
+            .expect("record");
+    let metric = |name: &str| {
+        record["metrics"]
+            .as_array()
+            .and_then(|m| m.iter().find(|x| x["name"] == name))
+            .map(|x| x["value"].clone())
+    };
+    let reasoning =
+        metric("reasoning").and_then(|v| v.as_f64()).unwrap_or_else(|| panic!("no `reasoning`: {record}"));
+    assert!(reasoning > 0.0 && reasoning <= 1.0, "{record}");
+    assert_eq!(metric("judge_calls"), Some(serde_json::json!(1)), "{record}");
+    assert!(metric("judge_tokens").and_then(|v| v.as_u64()).is_some_and(|t| t > 0), "{record}");
+    assert_eq!(metric("reasoning_concat"), None, "{record}");
+    let text = fs::read_to_string(run.join("summary.txt")).expect("summary");
+    assert!(text.contains("S_reasoning (reasoning)"), "{text}");
+
+    let out = eval("http://127.0.0.1:9/v1", &tmp.path().join("nowhere"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("--judge-model"), "{stderr}");
+}
