@@ -648,9 +648,16 @@ fn port_number(line: &str, port: &str) -> Result<u16, IosError> {
 /// A whole configuration (a startup configuration, `\r\n` or `\n` lines) translated: the FRR
 /// configuration and the Linux commands, in order.
 pub fn configuration(text: &str) -> Result<(Vec<String>, Vec<String>), IosError> {
+    translate_lines(text.split('\n'))
+}
+
+/// Lines translated in order by one [`Translator`]: the FRR lines and the Linux commands.
+pub fn translate_lines<'a>(
+    lines: impl IntoIterator<Item = &'a str>,
+) -> Result<(Vec<String>, Vec<String>), IosError> {
     let mut t = Translator::new();
     let (mut frr, mut linux) = (Vec::new(), Vec::new());
-    for line in text.split('\n') {
+    for line in lines {
         for out in t.line(line)? {
             match out {
                 Translated::Frr(l) => frr.push(l),

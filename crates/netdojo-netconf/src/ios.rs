@@ -4,7 +4,7 @@
 
 use netdojo_core::ConfigTask;
 use netdojo_core::task::parse_link;
-use netdojo_ios::{Interface, IosError, Translated, Translator};
+use netdojo_ios::{Interface, IosError};
 
 /// Whether a task is written for IOS: an interface of its links is an IOS name (`S0/0`,
 /// `Serial0/0`, `GigabitEthernet0/1`, anything with a `/`), or a startup configuration is
@@ -89,22 +89,7 @@ pub fn link_addresses(task: &ConfigTask) -> Result<Vec<(String, String, String)>
     Ok(out)
 }
 
-/// Lines translated: the FRR lines and the Linux commands, in order.
-pub fn translate<'a>(
-    lines: impl IntoIterator<Item = &'a str>,
-) -> Result<(Vec<String>, Vec<String>), IosError> {
-    let mut t = Translator::new();
-    let (mut frr, mut linux) = (Vec::new(), Vec::new());
-    for line in lines {
-        for out in t.line(line)? {
-            match out {
-                Translated::Frr(l) => frr.push(l),
-                Translated::Linux(l) => linux.push(l),
-            }
-        }
-    }
-    Ok((frr, linux))
-}
+pub use netdojo_ios::translate_lines as translate;
 
 #[cfg(test)]
 mod tests {
