@@ -24,7 +24,9 @@ use crate::apps::{self, EnvOptions};
 /// `cargo xtask eval`: with no flags, the oracle on 120 generated datacenter-planning queries.
 #[derive(Debug, Clone, clap::Args, Serialize, Deserialize)]
 pub struct EvalArgs {
-    /// Environment: dcgraph.
+    /// Environment: dcgraph (datacenter planning), routing (misconfigured routers, root), netconf
+    /// (NetConfBench on FRR, root), k8s (NetworkPolicies, root), gns3 (NetConfBench on a GNS3
+    /// server).
     #[arg(long, default_value = "dcgraph")]
     pub env: String,
     /// Agent: oracle, noop, random, openai, ollama, mcp.
@@ -103,8 +105,10 @@ pub struct EvalArgs {
 /// `cargo xtask generate`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct GenerateArgs {
+    /// Environment whose generator makes the tasks: dcgraph, routing, netconf, k8s.
     #[arg(long, default_value = "dcgraph")]
     pub env: String,
+    /// Number of tasks.
     #[arg(long, default_value_t = 120)]
     pub queries: u64,
     #[arg(long, default_value_t = 1)]
