@@ -4,7 +4,7 @@
 //!
 //! - [`names`]: IOS interface names and their Linux names (`Serial0/0` is `s0-0`).
 //! - [`Translator`]: configuration lines, one at a time with the context of the block they are
-//!   in, to FRR lines (vtysh) and Linux commands (nftables for ACLs, dummy interfaces for
+//!   in, to FRR lines (vtysh) and Linux commands (nftables for ACLs, interfaces of their own for
 //!   loopbacks); show commands to FRR's; FRR's output back to IOS interface names.
 //!
 //! A line with no translation is an error naming it ([`IosError::Untranslatable`]), never
@@ -94,7 +94,7 @@ struct AclEntry {
 pub struct Translator {
     block: Option<Block>,
     acls: BTreeMap<String, Vec<AclEntry>>,
-    /// The loopbacks seen: each a dummy interface to create.
+    /// The loopbacks seen: each an interface of its own to create.
     loopbacks: Vec<String>,
 }
 
@@ -207,8 +207,7 @@ impl Translator {
                 let mut out = vec![];
                 if iface.is_loopback() && !self.loopbacks.contains(&linux) {
                     self.loopbacks.push(linux.clone());
-                    out.push(Translated::Linux(format!("ip link add {linux} type dummy")));
-                    out.push(Translated::Linux(format!("ip link set {linux} up")));
+                    out.extend(loopback(&linux).into_iter().map(Translated::Linux));
                 }
                 self.block = Some(Block::Interface(iface));
                 out.push(Translated::Frr(format!("interface {linux}")));
@@ -332,6 +331,19 @@ impl Translator {
                 frr(format!(" network {address}/{len} area {area}"))
             }
             ["passive-interface", _] => frr(format!(" passive-interface {}", Self::ifname(line, words[1])?)),
+            // IOS's `router-id` is FRR's `ospf router-id`.
+            ["router-id", id] => frr(format!(" ospf router-id {}", ipv4(line, id)?)),
+            // IOS throttles LSAs by start, hold and max; FRR by one minimum interval (the start).
+            ["timers", "throttle", "lsa", "all", start, _, _] => {
+                frr(format!(" timers throttle lsa all {}", number(line, start)?))
+            }
+            ["timers", "throttle", "spf", a, b, c] => frr(format!(
+                " timers throttle spf {} {} {}",
+                number(line, a)?,
+                number(line, b)?,
+                number(line, c)?
+            )),
+            ["timers", "lsa", "arrival", ms] => frr(format!(" timers lsa min-arrival {}", number(line, ms)?)),
             ["redistribute", kind, rest @ ..] => {
                 // IOS's `subnets` is FRR's only behaviour.
                 let rest: Vec<&str> = rest.iter().copied().filter(|w| *w != "subnets").collect();
@@ -340,8 +352,7 @@ impl Translator {
                     rest.iter().map(|w| format!(" {w}")).collect::<String>()
                 ))
             }
-            ["router-id", _]
-            | ["log-adjacency-changes", ..]
+            ["log-adjacency-changes", ..]
             | ["default-information", ..]
             | ["area", ..]
             | ["auto-cost", ..]
@@ -606,6 +617,22 @@ fn replace_word(text: &str, from: &str, to: &str) -> String {
     out
 }
 
+/// The Linux commands that make a loopback interface `name`: a veth pair whose peer (`p` +
+/// the name) stays beside it, both up, so that `name` has carrier and its addresses are local.
+/// Not a dummy interface: kernels built without CONFIG_DUMMY (this project's) have none, and
+/// the namespace's own `lo` is one interface where IOS may have several loopbacks.
+pub fn loopback(name: &str) -> Vec<String> {
+    vec![
+        format!("ip link add {name} type veth peer name p{name}"),
+        format!("ip link set p{name} up"),
+        format!("ip link set {name} up"),
+    ]
+}
+
+fn number(line: &str, word: &str) -> Result<u32, IosError> {
+    word.parse().map_err(|_| untranslatable(line, format!("`{word}` is not a number")))
+}
+
 fn ipv4(line: &str, word: &str) -> Result<String, IosError> {
     word.parse::<std::net::Ipv4Addr>()
         .map(|a| a.to_string())
@@ -711,6 +738,9 @@ mod tests {
                 "interface Loopback0",
                 " ip address 1.1.1.1 255.255.255.255",
                 "router ospf 1",
+                " router-id 1.1.1.1",
+                " timers throttle lsa all 0 20 5000",
+                " timers lsa arrival 0",
                 " network 192.168.1.0 0.0.0.3 area 0",
                 " passive-interface Loopback0",
                 " redistribute static subnets",
@@ -729,6 +759,9 @@ mod tests {
                 "interface lo0",
                 " ip address 1.1.1.1/32",
                 "router ospf",
+                " ospf router-id 1.1.1.1",
+                " timers throttle lsa all 0",
+                " timers lsa min-arrival 0",
                 " network 192.168.1.0/30 area 0",
                 " passive-interface lo0",
                 " redistribute static",
@@ -742,7 +775,10 @@ mod tests {
         );
         let (_, linux) =
             configuration("interface Loopback0\n ip address 1.1.1.1 255.255.255.255\n").expect("ok");
-        assert_eq!(linux, ["ip link add lo0 type dummy", "ip link set lo0 up"]);
+        assert_eq!(
+            linux,
+            ["ip link add lo0 type veth peer name plo0", "ip link set plo0 up", "ip link set lo0 up"]
+        );
     }
 
     #[test]

@@ -77,7 +77,8 @@ impl Interface {
         Ok(name)
     }
 
-    /// A loopback: on Linux, a dummy interface of its own (the namespace's `lo` is one only).
+    /// A loopback: on Linux, an interface of its own ([`crate::loopback`]; the namespace's `lo`
+    /// is one only).
     pub fn is_loopback(&self) -> bool {
         self.kind == "Loopback"
     }

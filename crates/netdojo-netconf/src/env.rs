@@ -520,15 +520,23 @@ impl Environment for NetconfEnv {
         self.ios = crate::ios::is_ios(config).then(|| crate::ios::interfaces(config));
         if self.ios.is_some() {
             // What IOS's startup configuration holds that is Linux's on the router (a
-            // loopback's dummy interface, an ACL's nftables chain).
+            // loopback's interface, an ACL's nftables chain).
             for (name, text) in &config.startup_configs {
                 let (_, linux) = crate::ios::translate(text.replace("\r\n", "\n").lines())
                     .map_err(|e| task_err(task, format!("field `startup_configs.{name}`: {e}")))?;
                 let ns = self.net()?.ns_name(name).map(str::to_string).unwrap_or_default();
                 for line in linux {
-                    run_linux(&ns, &line, &exec::Policy::default())
+                    let setup = |message: String| EnvError::Setup {
+                        env: ENV.into(),
+                        message: format!("{name}: `{line}`: {message}"),
+                    };
+                    let command = exec::trusted(&line).map_err(|e| setup(e.to_string()))?;
+                    let out = exec::run(&ns, &command, &exec::Policy::default())
                         .await
-                        .map_err(|e| EnvError::Setup { env: ENV.into(), message: format!("{name}: {e}") })?;
+                        .map_err(|e| setup(e.to_string()))?;
+                    if out.status != Some(0) {
+                        return Err(setup(out.text));
+                    }
                 }
             }
         }

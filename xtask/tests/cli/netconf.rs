@@ -78,31 +78,43 @@ fn the_oracle_passes_every_testcase_and_noop_fails_one_in_every_task() {
     }
 }
 
-/// The seed's own §4.1 example, as the draft prints it (IOS interface names, IOS startup
-/// configurations, a §4.1 testcase): translated for FRR, the oracle solves it and the no-op
-/// agent does not.
+/// IOS-style tasks on FRR: the seed's own §4.1 example as the draft prints it (IOS interface
+/// names, IOS startup configurations, a §4.1 testcase), and testdata/netconf-ios (OSPF with
+/// wildcards and loopbacks; an extended ACL enforced by nftables): translated, the oracle solves
+/// every one with command F1 1 and the no-op agent fails each.
 #[test]
-fn the_drafts_own_example_runs_as_written() {
-    if !frr_or_skip("the draft's example") {
+fn ios_style_tasks_and_the_drafts_own_example_run_as_written() {
+    if !frr_or_skip("IOS-style tasks") {
         return;
     }
-    let suite = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/netconf-draft");
     let tmp = tempfile::tempdir().expect("tempdir");
-    for (agent, solved) in [("oracle", true), ("noop", false)] {
-        let dir = tmp.path().join(agent);
-        let out = Command::new(env!("CARGO_BIN_EXE_xtask"))
-            .args(["eval", "--env", "netconf", "--agent", agent, "--quiet", "--suite"])
-            .arg(&suite)
-            .arg("--out")
-            .arg(&dir)
-            .output()
-            .expect("run xtask");
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        let text = std::fs::read_to_string(dir.join("episodes.jsonl")).expect("episodes");
-        let r: serde_json::Value =
-            serde_json::from_str(text.lines().next().expect("one record")).expect("record");
-        assert_eq!(r["status"], "completed", "{r}");
-        assert_eq!(metric(&r, "checks_passed"), if solved { 1.0 } else { 0.0 }, "{agent}: {r}");
-        assert_eq!(metric(&r, "command_f1"), if solved { 1.0 } else { 0.0 }, "{agent}: {r}");
+    for (suite, tasks) in [("netconf-draft", 1), ("netconf-ios", 2)] {
+        let suite = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata").join(suite);
+        for (agent, solved) in [("oracle", true), ("noop", false)] {
+            let dir = tmp.path().join(format!("{}-{agent}", suite.display()).replace('/', "_"));
+            let out = Command::new(env!("CARGO_BIN_EXE_xtask"))
+                .args(["eval", "--env", "netconf", "--agent", agent, "--quiet", "--suite"])
+                .arg(&suite)
+                .arg("--out")
+                .arg(&dir)
+                .output()
+                .expect("run xtask");
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            let text = std::fs::read_to_string(dir.join("episodes.jsonl")).expect("episodes");
+            let records: Vec<serde_json::Value> =
+                text.lines().map(|l| serde_json::from_str(l).expect("record")).collect();
+            assert_eq!(records.len(), tasks, "{}", suite.display());
+            for r in records {
+                assert_eq!(r["status"], "completed", "{r}");
+                let passed = metric(&r, "checks_passed").as_f64().unwrap_or(-1.0);
+                if solved {
+                    assert_eq!(passed, 1.0, "{agent}: {r}");
+                    assert_eq!(metric(&r, "command_f1"), 1.0, "{agent}: {r}");
+                } else {
+                    assert!(passed < 1.0, "the no-op agent passes {}: {r}", r["task_id"]);
+                    assert_eq!(metric(&r, "command_f1"), 0.0, "{agent}: {r}");
+                }
+            }
+        }
     }
 }
