@@ -68,8 +68,10 @@
 //! under `dev X`, in lower case; a qdisc's position comes first (`qdisc root tbf rate 8kbit
 //! ...`) and its handle is dropped, because `tc qdisc show` prints a handle the kernel chose
 //! whether or not one was typed. `tc qdisc show` lines read into the same form (`lat` is
-//! `latency`, `refcnt` is dropped) and the kernel's default qdiscs (handle `0:`) are skipped.
-//! Only qdiscs are read back from `show` output; classes and filters compare as commands.
+//! `latency`, `refcnt` is dropped; htb's computed `r2q 10`, `direct_*` go, its `default 0x20` is
+//! `default 20`) and the kernel's default qdiscs (handle `0:`) are skipped. Classes read back
+//! too (`class CLASSID root|parent X KIND PARAMS`, htb's `ceil` defaulting to its `rate`, the
+//! kernel's computed `burst`/`cburst`/`prio 0` left out); filters compare as commands.
 
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
@@ -341,6 +343,8 @@ pub const SINGLE_VALUED: &[&str] = &[
     "policy ?",
     "qdisc root ...",
     "qdisc ingress ...",
+    // A class is one per class id: `tc class change|replace` gives it new parameters.
+    "class * ...",
     "qdisc clsact ...",
     "qdisc parent * ...",
     "class parent * classid * ...",
@@ -1335,6 +1339,9 @@ impl LinuxReader {
             Some(&"nft") => return nft_command(n, &line),
             Some(&"tc") => return tc_command(n, &line),
             Some(&"qdisc") if self.stack.is_empty() => return Ok(tc_show(&words).into_iter().collect()),
+            Some(&"class") if self.stack.is_empty() => {
+                return Ok(tc_class_show(&words).into_iter().collect());
+            }
             _ if commands && self.stack.is_empty() => return Ok(Vec::new()),
             _ => {}
         }
@@ -1580,8 +1587,116 @@ fn tc_command(n: usize, line: &str) -> Result<Vec<Stmt>, ConfigError> {
     let dev_at = args.iter().position(|w| *w == "dev").ok_or_else(|| malformed("no `dev DEV`"))?;
     let dev = args.get(dev_at + 1).ok_or_else(|| malformed("no device after `dev`"))?.to_string();
     args.drain(dev_at..dev_at + 2);
-    let text = if object == "qdisc" { qdisc_line(&args) } else { format!("{object} {}", args.join(" ")) };
+    let text = match object {
+        "qdisc" => qdisc_line(&args),
+        "class" => class_line(&args),
+        _ => format!("{object} {}", args.join(" ")),
+    };
     Ok(vec![Stmt::new(vec![format!("dev {dev}")], latency(&text), false, op)])
+}
+
+/// A class as `class CLASSID POSITION KIND PARAMS`, from a command's arguments (`parent 1:
+/// classid 1:10 htb rate 1mbit ceil 1mbit`) or a `tc class show` line's: `root` for a class
+/// right under its qdisc (`parent 1:`), `parent X` under another class; htb's `ceil` defaults to
+/// its `rate`, and what the kernel computes or counts (`burst`, `cburst`, `prio 0`, `quantum`,
+/// `leaf`) is left out, so that a typed class and the class `tc` shows are one line.
+fn class_line(args: &[&str]) -> String {
+    let (mut classid, mut parent, mut kind) = (None, None, None);
+    let mut params: Vec<(String, String)> = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let next = args.get(i + 1).copied().unwrap_or_default();
+        match args[i] {
+            "classid" => {
+                classid = Some(next.to_string());
+                i += 1;
+            }
+            "parent" => {
+                parent = Some(next.to_string());
+                i += 1;
+            }
+            "root" => parent = Some("root".into()),
+            k if kind.is_none() && CLASS_KINDS.contains(&k) => kind = Some(k.to_string()),
+            "burst" | "cburst" | "quantum" | "leaf" | "mtu" | "mpu" | "overhead" => i += 1,
+            "prio" if next == "0" => i += 1,
+            w if !next.is_empty() && kind.is_some() => {
+                params.push((w.to_string(), next.to_string()));
+                i += 1;
+            }
+            w => params.push((w.to_string(), String::new())),
+        }
+        i += 1;
+    }
+    if kind.as_deref() == Some("htb")
+        && !params.iter().any(|(k, _)| k == "ceil")
+        && let Some((_, rate)) = params.iter().find(|(k, _)| k == "rate").cloned()
+    {
+        params.push(("ceil".into(), rate));
+    }
+    // Under its qdisc: `parent 1:` (or `1:0`) typed, `root` shown.
+    let position = match parent.as_deref() {
+        Some(p) if p == "root" || p.ends_with(':') || p.ends_with(":0") => "root".to_string(),
+        Some(p) => format!("parent {p}"),
+        None => "root".to_string(),
+    };
+    // A deletion names the class only (`tc class del dev eth0 classid 1:20`): it removes the
+    // class whatever its place and parameters.
+    let Some(kind) = kind else { return format!("class {}", classid.unwrap_or_default()) };
+    params.sort();
+    let params: Vec<String> =
+        params.into_iter().map(|(k, v)| if v.is_empty() { k } else { format!("{k} {v}") }).collect();
+    collapse(&format!("class {} {position} {kind} {}", classid.unwrap_or_default(), params.join(" ")))
+}
+
+/// The qdiscs whose classes are made by `tc class add`.
+const CLASS_KINDS: [&str; 5] = ["htb", "hfsc", "drr", "qfq", "cbq"];
+
+/// A `tc class show` line as the netconf backend reads it (`class htb 1:10 dev eth0 root prio 0
+/// rate 1Mbit ceil 1Mbit burst 1600b cburst 1600b`: the reader puts in `dev`).
+fn tc_class_show(words: &[&str]) -> Option<Stmt> {
+    let lower: Vec<String> = words.iter().map(|w| w.to_lowercase()).collect();
+    let kind = lower.get(1)?.clone();
+    // Only classes one creates: tbf and other classless-looking qdiscs show an inner class of
+    // their own (`class tbf 8001:1 parent 8001:`), which no command made.
+    if !CLASS_KINDS.contains(&kind.as_str()) {
+        return None;
+    }
+    let classid = lower.get(2)?.clone();
+    let dev_at = lower.iter().position(|w| w == "dev")?;
+    let dev = lower.get(dev_at + 1)?.clone();
+    let mut args: Vec<&str> = vec!["classid", &classid, &kind];
+    args.extend(
+        lower
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i > 2 && *i != dev_at && *i != dev_at + 1)
+            .map(|(_, w)| w.as_str()),
+    );
+    Some(Stmt::new(vec![format!("dev {dev}")], class_line(&args), false, Op::Set))
+}
+
+/// A qdisc's parameters without what its kind computes or counts: htb's `r2q 10`, `direct_*`
+/// and version, and its `default` class as tc takes it (`default 20` is shown `default 0x20`).
+fn qdisc_params(kind: &str, params: &[&str]) -> Vec<String> {
+    if kind != "htb" {
+        return params.iter().map(|p| p.to_string()).collect();
+    }
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < params.len() {
+        let next = params.get(i + 1).copied().unwrap_or_default();
+        match params[i] {
+            "r2q" if next == "10" => i += 1,
+            "direct_packets_stat" | "direct_qlen" | "ver" | "version" => i += 1,
+            "default" => {
+                out.push(format!("default {}", next.trim_start_matches("0x")));
+                i += 1;
+            }
+            w => out.push(w.to_string()),
+        }
+        i += 1;
+    }
+    out
 }
 
 /// `qdisc POSITION KIND PARAMS` from a qdisc's arguments in any order, without its handle.
@@ -1607,8 +1722,13 @@ fn qdisc_line(args: &[&str]) -> String {
     if matches!(position.first(), Some(&"ingress" | &"clsact")) {
         rest.retain(|w| !matches!(*w, "ingress" | "clsact"));
     }
-    position.extend(rest);
-    format!("qdisc {}", position.join(" "))
+    let (kind, params) = rest.split_first().map_or(("", &[][..]), |(k, p)| (*k, p));
+    let mut words: Vec<String> = position.iter().map(|w| w.to_string()).collect();
+    if !kind.is_empty() {
+        words.push(kind.to_string());
+        words.extend(qdisc_params(kind, params));
+    }
+    format!("qdisc {}", words.join(" "))
 }
 
 /// `tc qdisc show` prints `lat` for the `latency` it was given.
@@ -1651,7 +1771,7 @@ fn tc_show(words: &[&str]) -> Option<Stmt> {
     let line = if matches!(kind.as_str(), "ingress" | "clsact") {
         format!("qdisc {kind}")
     } else {
-        format!("qdisc {} {kind} {}", position.join(" "), params.join(" "))
+        format!("qdisc {} {kind} {}", position.join(" "), qdisc_params(kind, &params).join(" "))
     };
     Some(Stmt::new(vec![format!("dev {}", dev?)], latency(&collapse(&line)), false, Op::Set))
 }
@@ -2043,5 +2163,45 @@ mod tests {
         assert_eq!(replaced.render(), "dev eth0\n qdisc root tbf rate 1mbit burst 10kb latency 70ms\n");
         replaced.apply(&["tc qdisc del dev eth0 root"], Dialect::Linux).expect("applies");
         assert_eq!(replaced.render(), "dev eth0\n");
+    }
+
+    /// An htb hierarchy as typed and as `tc qdisc show` / `tc class show` print it (FRR 8.4's
+    /// kernel, the lines the netconf backend reads, `dev` put in by it).
+    #[test]
+    fn htb_qdiscs_and_classes_typed_and_shown_meet() {
+        let typed = Config::from_commands(
+            &[
+                "tc qdisc add dev eth0 root handle 1: htb default 20",
+                "tc class add dev eth0 parent 1: classid 1:1 htb rate 2mbit",
+                "tc class add dev eth0 parent 1:1 classid 1:10 htb rate 1mbit ceil 2mbit",
+                "tc class add dev eth0 parent 1:1 classid 1:20 htb rate 512kbit ceil 1mbit prio 1",
+            ],
+            Dialect::Linux,
+        )
+        .expect("applies");
+        let shown = Config::parse(
+            "qdisc htb 1: dev eth0 root refcnt 2 r2q 10 default 0x20 direct_packets_stat 0 direct_qlen 1000\n\
+             class htb 1:1 dev eth0 root rate 2Mbit ceil 2Mbit burst 1600b cburst 1600b\n\
+             class htb 1:10 dev eth0 parent 1:1 prio 0 rate 1Mbit ceil 2Mbit burst 1600b cburst 1600b\n\
+             class htb 1:20 dev eth0 parent 1:1 leaf 8001: prio 1 rate 512Kbit ceil 1Mbit burst 1600b cburst 1600b\n",
+            Dialect::Linux,
+        )
+        .expect("parses");
+        assert_eq!(typed.render(), shown.render());
+        // A different rate is a different class; a deleted class is gone.
+        let mut changed = typed.clone();
+        changed
+            .apply(
+                &["tc class change dev eth0 parent 1:1 classid 1:10 htb rate 1500kbit ceil 2mbit"],
+                Dialect::Linux,
+            )
+            .expect("applies");
+        assert_ne!(changed.render(), shown.render());
+        // tbf's own inner class is no class anyone made.
+        let tbf = Config::parse("class tbf 8001:1 dev eth0 parent 8001: \n", Dialect::Linux).expect("parses");
+        assert_eq!(tbf.render(), "");
+        let mut deleted = typed.clone();
+        deleted.apply(&["tc class del dev eth0 classid 1:20"], Dialect::Linux).expect("applies");
+        assert!(!deleted.render().contains("1:20"), "{}", deleted.render());
     }
 }

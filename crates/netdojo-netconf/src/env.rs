@@ -480,12 +480,48 @@ async fn linux_state(ns: &str) -> String {
     let policy = exec::Policy::default();
     let outputs = futures::future::join_all(READS.map(|line| exec::run_line(ns, line, &policy))).await;
     let mut out = String::new();
+    let mut classful = Vec::new();
     for (line, output) in READS.into_iter().zip(outputs) {
         if let Ok(Ok(o)) = output {
             out.push_str(&format!("# {line}\n{}", o.text));
+            if line.starts_with("tc qdisc") {
+                classful = classful_devices(&o.text);
+            }
+        }
+    }
+    // Classes, for the devices that have a qdisc of their own: `tc class show` lines name no
+    // device, so each gets its own (`class htb 1:10 dev eth0 root ...`) for the reader.
+    for dev in classful {
+        let line = format!("tc class show dev {dev}");
+        if let Ok(Ok(o)) = exec::run_line(ns, &line, &policy).await {
+            out.push_str(&format!("# {line}\n"));
+            for class in o.text.lines().filter(|l| l.starts_with("class ")) {
+                let mut words: Vec<&str> = class.split_whitespace().collect();
+                if words.len() >= 3 {
+                    words.splice(3..3, ["dev", dev.as_str()]);
+                }
+                out.push_str(&words.join(" "));
+                out.push('\n');
+            }
         }
     }
     out
+}
+
+/// The devices of a `tc qdisc show` listing with a qdisc that is not the kernel's default
+/// (handle `0:`): those that may hold classes.
+fn classful_devices(qdiscs: &str) -> Vec<String> {
+    let mut devs: Vec<String> = qdiscs
+        .lines()
+        .filter_map(|l| {
+            let words: Vec<&str> = l.split_whitespace().collect();
+            let dev = words.iter().position(|w| *w == "dev").and_then(|i| words.get(i + 1))?;
+            (words.first() == Some(&"qdisc") && words.get(2) != Some(&"0:")).then(|| dev.to_string())
+        })
+        .collect();
+    devs.sort();
+    devs.dedup();
+    devs
 }
 
 /// What this backend's ANI tools say of its devices.
