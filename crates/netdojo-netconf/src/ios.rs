@@ -22,10 +22,11 @@ pub fn is_ios(task: &ConfigTask) -> bool {
         .iter()
         .filter_map(|l| parse_link(l))
         .any(|((_, a), (_, b))| ios_name(&a) || ios_name(&b));
+    // IOS's `version 12.4` is a top-level line; RIP's ` version 2` is indented under `router rip`.
     let startup = task
         .startup_configs
         .values()
-        .any(|c| c.contains("\r\n") || c.lines().any(|l| l.split_whitespace().next() == Some("version")));
+        .any(|c| c.contains("\r\n") || c.lines().any(|l| l.starts_with("version ")));
     links || startup
 }
 
@@ -118,6 +119,10 @@ mod tests {
         assert!(is_ios(&task(&["A GigabitEthernet0 <-> B GigabitEthernet0"], "")));
         assert!(is_ios(&task(&["A eth0 <-> B eth0"], "!\r\nversion 12.4\r\n")));
         assert!(!is_ios(&task(&["A eth0 <-> B eth1"], "interface eth0\n ip address 10.0.0.1/30\n")));
+        // An FRR task with RIP: its ` version 2` is RIP's, not IOS's `version 12.4`.
+        let rip =
+            "interface eth0\n ip address 10.0.12.1/30\nexit\nrouter rip\n version 2\n network 10.0.12.0/30\n";
+        assert!(!is_ios(&task(&["A eth0 <-> B eth0"], rip)));
         assert_eq!(linux_name("S0/1").expect("ok"), "s0-1");
         let sparse = task(&["A S0/0 <-> B S0/0 ", "A S0/1 <-> B S0/1"], "!\r\nversion 12.4\r\n");
         assert_eq!(
