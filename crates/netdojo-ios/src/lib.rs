@@ -78,6 +78,11 @@ enum Block {
     Ospf,
     Rip,
     Bgp,
+    /// `ip access-list standard|extended NAME`: its entries.
+    Acl {
+        name: String,
+        standard: bool,
+    },
     /// A block whose lines are all skipped (`line vty 0 4`, `control-plane`).
     Ignored,
 }
@@ -85,6 +90,8 @@ enum Block {
 /// One ACL entry: `permit|deny PROTO SRC [PORTS] DST [PORTS] [established]`, as nft matches.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct AclEntry {
+    /// Its place in a named ACL (its sequence number); numbered ACLs keep their order.
+    seq: u64,
     permit: bool,
     matches: String,
 }
@@ -173,6 +180,7 @@ impl Translator {
             Block::Ospf => Some(Self::ospf_line(line, text, &words)),
             Block::Rip => Some(Self::rip_line(line, text, &words)),
             Block::Bgp => Some(Self::bgp_line(line, text, &words)),
+            Block::Acl { name, standard } => Some(self.named_acl_line(line, &words, name, *standard)),
         };
         let block_error = match in_block {
             Some(Ok(out)) if indented || block != Block::Ignored => return Ok(out),
@@ -226,6 +234,24 @@ impl Translator {
                 self.block = Some(Block::Bgp);
                 frr(format!("router bgp {asn}"))
             }
+            [ip, acl, kind, name]
+                if ip.eq_ignore_ascii_case("ip")
+                    && acl.eq_ignore_ascii_case("access-list")
+                    && (kind.eq_ignore_ascii_case("standard") || kind.eq_ignore_ascii_case("extended")) =>
+            {
+                // The name becomes part of an nftables chain's name: letters, digits, `-`, `_`.
+                if name.len() > 64 || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+                {
+                    return Err(untranslatable(
+                        line,
+                        format!("`{name}`: an ACL name is letters, digits, `-` and `_`"),
+                    ));
+                }
+                self.acls.entry((*name).to_string()).or_default();
+                let standard = kind.eq_ignore_ascii_case("standard");
+                self.block = Some(Block::Acl { name: (*name).to_string(), standard });
+                Ok(Some(vec![]))
+            }
             _ => Ok(None),
         }
     }
@@ -250,7 +276,7 @@ impl Translator {
                 Self::static_route(line, true, rest)
             }
             [acl, number, rest @ ..] if acl.eq_ignore_ascii_case("access-list") => {
-                let entry = Self::acl_entry(line, number, rest)?;
+                let entry = Self::acl_entry(line, Self::numbered_standard(line, number)?, rest)?;
                 self.acls.entry((*number).to_string()).or_default().push(entry);
                 Ok(vec![])
             }
@@ -312,7 +338,7 @@ impl Translator {
             ["no", "ip", "address"] => Ok(vec![]),
             ["shutdown"] | ["no", "shutdown"] => frr(format!(" {}", lower.join(" "))),
             ["description", ..] | ["bandwidth", _] | ["ip", "ospf", ..] => frr(format!(" {text}")),
-            ["ip", "access-group", acl, dir @ ("in" | "out")] => self.access_group(line, iface, acl, dir),
+            ["ip", "access-group", _, dir @ ("in" | "out")] => self.access_group(line, iface, words[2], dir),
             _ => Err(untranslatable(
                 line,
                 format!("no translation of `{text}` under interface {}", iface.ios()),
@@ -405,12 +431,46 @@ impl Translator {
         }
     }
 
-    /// `access-list N permit|deny ...`: standard (1-99, 1300-1999: a source) or extended
-    /// (100-199, 2000-2699: protocol, source, destination, ports).
-    fn acl_entry(line: &str, number: &str, rest: &[&str]) -> Result<AclEntry, IosError> {
-        let n: u32 = number
-            .parse()
-            .map_err(|_| untranslatable(line, "named ACLs are not translated yet: number it"))?;
+    /// An entry of a named ACL: `[SEQ] permit|deny ...` (entries run in sequence order; without
+    /// a number, after the others, as IOS numbers them by tens), or `remark ...`.
+    fn named_acl_line(
+        &mut self,
+        line: &str,
+        words: &[&str],
+        name: &str,
+        standard: bool,
+    ) -> Result<Vec<Translated>, IosError> {
+        if words.first().is_some_and(|w| w.eq_ignore_ascii_case("remark")) {
+            return Ok(vec![]);
+        }
+        let (seq, rest) = match words.first().and_then(|w| w.parse::<u64>().ok()) {
+            Some(seq) => (Some(seq), &words[1..]),
+            None => (None, words),
+        };
+        let entry = Self::acl_entry(line, standard, rest)?;
+        let entries = self.acls.entry(name.to_string()).or_default();
+        let seq = seq
+            .unwrap_or_else(|| entries.iter().map(|e| e.seq).max().unwrap_or(0).saturating_add(10) / 10 * 10);
+        entries.retain(|e| e.seq != seq);
+        let at = entries.iter().position(|e| e.seq > seq).unwrap_or(entries.len());
+        entries.insert(at, AclEntry { seq, ..entry });
+        Ok(vec![])
+    }
+
+    /// The kind of a numbered ACL: standard (1-99, 1300-1999) or extended (100-199, 2000-2699).
+    fn numbered_standard(line: &str, number: &str) -> Result<bool, IosError> {
+        let n: u32 =
+            number.parse().map_err(|_| untranslatable(line, format!("`{number}` is not an ACL number")))?;
+        match n {
+            1..=99 | 1300..=1999 => Ok(true),
+            100..=199 | 2000..=2699 => Ok(false),
+            _ => Err(untranslatable(line, format!("{n} is neither a standard nor an extended ACL number"))),
+        }
+    }
+
+    /// One entry, `permit|deny ...`: of a standard ACL (a source) or an extended one (protocol,
+    /// source, destination, ports).
+    fn acl_entry(line: &str, standard: bool, rest: &[&str]) -> Result<AclEntry, IosError> {
         let (action, rest) =
             rest.split_first().ok_or_else(|| untranslatable(line, "`permit` or `deny` missing"))?;
         let permit = match action.to_ascii_lowercase().as_str() {
@@ -418,7 +478,6 @@ impl Translator {
             "deny" => false,
             _ => return Err(untranslatable(line, "`permit` or `deny` expected")),
         };
-        let standard = (1..=99).contains(&n) || (1300..=1999).contains(&n);
         let mut words = rest.iter().copied().peekable();
         let mut matches = Vec::new();
         let address = |words: &mut std::iter::Peekable<std::iter::Copied<std::slice::Iter<'_, &str>>>| -> Result<Option<String>, IosError> {
@@ -522,7 +581,7 @@ impl Translator {
         if let Some(extra) = words.next() {
             return Err(untranslatable(line, format!("`{extra}` is not translated")));
         }
-        Ok(AclEntry { permit, matches: matches.join(" ") })
+        Ok(AclEntry { seq: 0, permit, matches: matches.join(" ") })
     }
 
     /// `ip access-group N in|out` on `iface`: the ACL's entries as an nftables chain of its own,
@@ -538,7 +597,7 @@ impl Translator {
             untranslatable(line, format!("access list {acl} is not defined before it is applied"))
         })?;
         let linux = iface.linux()?;
-        let chain = format!("acl_{acl}_{dir}_{}", linux.replace(['-', '.'], "_"));
+        let chain = format!("acl_{}_{dir}_{}", acl.replace('-', "_"), linux.replace(['-', '.'], "_"));
         let (hooks, meta) =
             if dir == "in" { (["input", "forward"], "iifname") } else { (["output", "forward"], "oifname") };
         let mut out = vec![Translated::Linux("nft add table ip ios_acl".into())];
@@ -849,6 +908,26 @@ network 10.0.0.0 0.255.0.255 area 0",
                 "nft add rule ip ios_acl forward iifname \"gi0-1\" jump acl_101_in_gi0_1",
             ]
         );
+        // A named ACL, its entries by sequence number (15, typed last, runs second).
+        let (_, linux) = configuration(
+            "ip access-list extended WEB-IN\n 10 permit tcp any host 2.2.2.2 eq 443\n 20 deny ip any any\n\
+             15 permit icmp any any echo\n remark keep pings\ninterface Gi0/2\n ip access-group WEB-IN in\n",
+        )
+        .expect("translates");
+        let rules: Vec<&String> =
+            linux.iter().filter(|l| l.contains("add rule ip ios_acl acl_WEB_IN")).collect();
+        assert_eq!(
+            rules,
+            [
+                "nft add rule ip ios_acl acl_WEB_IN_in_gi0_2 ip daddr 2.2.2.2 tcp dport 443 accept",
+                "nft add rule ip ios_acl acl_WEB_IN_in_gi0_2 icmp type echo-request accept",
+                "nft add rule ip ios_acl acl_WEB_IN_in_gi0_2 drop",
+                "nft add rule ip ios_acl acl_WEB_IN_in_gi0_2 drop",
+            ]
+        );
+        for bad in ["ip access-list extended bad;name\n", "access-list 700 permit any\n"] {
+            assert!(configuration(bad).is_err(), "{bad}");
+        }
         let err =
             configuration("interface Gi0/1\n ip access-group 5 in\n").expect_err("undefined").to_string();
         assert!(err.contains("access list 5 is not defined"), "{err}");
