@@ -172,14 +172,17 @@ impl Translator {
         // A line in a block, or typed after the line that opened it (typed commands are not
         // indented): the block's commands first, then, for an unindented line, the top level's,
         // as IOS's parser falls back to the parent mode.
+        // Commands and keywords are matched case-insensitively; names and values keep their case.
+        let lowered: Vec<String> = words.iter().map(|w| w.to_ascii_lowercase()).collect();
+        let lower: Vec<&str> = lowered.iter().map(String::as_str).collect();
         let block = self.block.clone().unwrap_or(Block::Top);
         let in_block = match &block {
             Block::Top => None,
             Block::Ignored => Some(Ok(vec![])),
-            Block::Interface(iface) => Some(self.interface_line(line, text, &words, iface)),
-            Block::Ospf => Some(Self::ospf_line(line, text, &words)),
-            Block::Rip => Some(Self::rip_line(line, text, &words)),
-            Block::Bgp => Some(Self::bgp_line(line, text, &words)),
+            Block::Interface(iface) => Some(self.interface_line(line, text, &words, iface, &lower)),
+            Block::Ospf => Some(Self::ospf_line(line, text, &words, &lower)),
+            Block::Rip => Some(Self::rip_line(line, text, &words, &lower)),
+            Block::Bgp => Some(Self::bgp_line(line, text, &words, &lower)),
             Block::Acl { name, standard } => Some(self.named_acl_line(line, &words, name, *standard)),
         };
         let block_error = match in_block {
@@ -320,14 +323,13 @@ impl Translator {
         text: &str,
         words: &[&str],
         iface: &Interface,
+        lower: &[&str],
     ) -> Result<Vec<Translated>, IosError> {
         let frr = |s: String| Ok(vec![Translated::Frr(s)]);
-        let lower: Vec<String> = words.iter().map(|w| w.to_ascii_lowercase()).collect();
-        let lower: Vec<&str> = lower.iter().map(String::as_str).collect();
         if IGNORED_INTERFACE.iter().any(|i| starts_with_words(text, i)) {
             return Ok(vec![]);
         }
-        match lower.as_slice() {
+        match lower {
             ["ip", "address", _, _] | ["ip", "address", _, _, "secondary"] => {
                 frr(format!(" ip address {}", prefix(line, words[2], words[3])?))
             }
@@ -346,11 +348,14 @@ impl Translator {
         }
     }
 
-    fn ospf_line(line: &str, text: &str, words: &[&str]) -> Result<Vec<Translated>, IosError> {
+    fn ospf_line(
+        line: &str,
+        text: &str,
+        words: &[&str],
+        lower: &[&str],
+    ) -> Result<Vec<Translated>, IosError> {
         let frr = |s: String| Ok(vec![Translated::Frr(s)]);
-        let lower: Vec<String> = words.iter().map(|w| w.to_ascii_lowercase()).collect();
-        let lower: Vec<&str> = lower.iter().map(String::as_str).collect();
-        match lower.as_slice() {
+        match lower {
             ["network", address, wildcard, "area", area] => {
                 let len = wildcard_len(wildcard)
                     .ok_or_else(|| untranslatable(line, format!("`{wildcard}` is not a wildcard mask")))?;
@@ -389,14 +394,12 @@ impl Translator {
         }
     }
 
-    fn rip_line(line: &str, text: &str, words: &[&str]) -> Result<Vec<Translated>, IosError> {
+    fn rip_line(line: &str, text: &str, words: &[&str], lower: &[&str]) -> Result<Vec<Translated>, IosError> {
         let frr = |s: String| Ok(vec![Translated::Frr(s)]);
-        let lower: Vec<String> = words.iter().map(|w| w.to_ascii_lowercase()).collect();
-        let lower: Vec<&str> = lower.iter().map(String::as_str).collect();
         if IGNORED_ROUTER.iter().any(|i| starts_with_words(text, i)) {
             return Ok(vec![]);
         }
-        match lower.as_slice() {
+        match lower {
             // IOS's RIP `network` is classful.
             ["network", address] => {
                 let ip: std::net::Ipv4Addr = address
@@ -417,14 +420,12 @@ impl Translator {
         }
     }
 
-    fn bgp_line(line: &str, text: &str, words: &[&str]) -> Result<Vec<Translated>, IosError> {
+    fn bgp_line(line: &str, text: &str, words: &[&str], lower: &[&str]) -> Result<Vec<Translated>, IosError> {
         let frr = |s: String| Ok(vec![Translated::Frr(s)]);
-        let lower: Vec<String> = words.iter().map(|w| w.to_ascii_lowercase()).collect();
-        let lower: Vec<&str> = lower.iter().map(String::as_str).collect();
         if IGNORED_ROUTER.iter().any(|i| starts_with_words(text, i)) {
             return Ok(vec![]);
         }
-        match lower.as_slice() {
+        match lower {
             ["network", _, "mask", _] => frr(format!(" network {}", prefix(line, words[1], words[3])?)),
             ["neighbor", ..] | ["bgp", ..] | ["redistribute", ..] | ["timers", ..] => frr(format!(" {text}")),
             _ => Err(untranslatable(line, format!("no translation of `{text}` under router bgp"))),
