@@ -51,18 +51,23 @@ fn config_of(task: &Task) -> Result<&ConfigTask, EnvError> {
     }
 }
 
+/// Commands to run on each node once the network is up (node → commands): what an IOS-style
+/// startup configuration holds that is Linux's on the router.
+pub type Setup = BTreeMap<String, Vec<String>>;
+
 /// The emulated network of a task: one FRR router per node, linked as the task says, each
-/// started with its startup configuration.
-pub fn topology_of(task: &Task) -> Result<Topology, EnvError> {
+/// started with its startup configuration; and the commands to run on each node once it is up.
+pub fn topology_of(task: &Task) -> Result<(Topology, Setup), EnvError> {
     let config = config_of(task)?;
     let ios = crate::ios::is_ios(config);
     let numbered =
         if ios { crate::ios::link_addresses(config).map_err(|e| task_err(task, e))? } else { vec![] };
     let mut nodes = Vec::new();
+    let mut setup = Setup::new();
     for name in &config.topology.nodes {
         let mut startup = config.startup_configs.get(name).map(|c| c.replace("\r\n", "\n"));
         if ios {
-            let (mut frr, _) = crate::ios::translate(startup.as_deref().unwrap_or_default().lines())
+            let (mut frr, linux) = crate::ios::translate(startup.as_deref().unwrap_or_default().lines())
                 .map_err(|e| task_err(task, format!("field `startup_configs.{name}`: {e}")))?;
             for (node, interface, address) in &numbered {
                 if node == name {
@@ -74,6 +79,9 @@ pub fn topology_of(task: &Task) -> Result<Topology, EnvError> {
                 }
             }
             startup = Some(frr.join("\n") + "\n");
+            if !linux.is_empty() {
+                setup.insert(name.clone(), linux);
+            }
         }
         nodes.push((
             name.clone(),
@@ -103,7 +111,7 @@ pub fn topology_of(task: &Task) -> Result<Topology, EnvError> {
     }
     let topology = Topology { name: task.id.clone(), topology: Body { nodes: OrderedMap(nodes), links } };
     topology.validate(&format!("task {}", task.id)).map_err(|e| task_err(task, e.to_string()))?;
-    Ok(topology)
+    Ok((topology, setup))
 }
 
 /// Builds one network per episode.
@@ -548,31 +556,26 @@ impl Environment for NetconfEnv {
     async fn reset(&mut self, task: &Task) -> Result<String, EnvError> {
         self.task_id = task.id.clone();
         let config = config_of(task)?;
-        let topology = topology_of(task)?;
+        let (topology, setup) = topology_of(task)?;
         let (net, _) = Network::build(topology)
             .await
             .map_err(|e| EnvError::Setup { env: ENV.into(), message: e.to_string() })?;
         self.net = Some(Arc::new(net));
         self.ios = crate::ios::is_ios(config).then(|| crate::ios::interfaces(config));
-        if self.ios.is_some() {
-            // What IOS's startup configuration holds that is Linux's on the router (a
-            // loopback's interface, an ACL's nftables chain).
-            for (name, text) in &config.startup_configs {
-                let (_, linux) = crate::ios::translate(text.replace("\r\n", "\n").lines())
-                    .map_err(|e| task_err(task, format!("field `startup_configs.{name}`: {e}")))?;
-                let ns = self.net()?.ns_name(name).map(str::to_string).unwrap_or_default();
-                for line in linux {
-                    let setup = |message: String| EnvError::Setup {
-                        env: ENV.into(),
-                        message: format!("{name}: `{line}`: {message}"),
-                    };
-                    let command = exec::trusted(&line).map_err(|e| setup(e.to_string()))?;
-                    let out = exec::run(&ns, &command, &exec::Policy::default())
-                        .await
-                        .map_err(|e| setup(e.to_string()))?;
-                    if out.status != Some(0) {
-                        return Err(setup(out.text));
-                    }
+        // A loopback's interface, an ACL's nftables chain: trusted (they come from the task).
+        for (name, linux) in &setup {
+            let ns = self.net()?.ns_name(name).map(str::to_string).unwrap_or_default();
+            for line in linux {
+                let failed = |message: String| EnvError::Setup {
+                    env: ENV.into(),
+                    message: format!("{name}: `{line}`: {message}"),
+                };
+                let command = exec::trusted(line).map_err(|e| failed(e.to_string()))?;
+                let out = exec::run(&ns, &command, &exec::Policy::default())
+                    .await
+                    .map_err(|e| failed(e.to_string()))?;
+                if out.status != Some(0) {
+                    return Err(failed(out.text));
                 }
             }
         }
