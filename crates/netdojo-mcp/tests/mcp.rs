@@ -1462,7 +1462,7 @@ mod redaction {
     fn entries() -> Vec<corpus::Entry> {
         let path =
             std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/redaction/corpus.txt");
-        corpus::parse(&std::fs::read_to_string(path).expect("the corpus"))
+        corpus::parse(&std::fs::read_to_string(path).expect("the corpus")).expect("a valid corpus")
     }
 
     /// The corpus's secrets `text` holds (none, for a path that passes).
