@@ -71,7 +71,11 @@
 //! `latency`, `refcnt` is dropped; htb's computed `r2q 10`, `direct_*` go, its `default 0x20` is
 //! `default 20`) and the kernel's default qdiscs (handle `0:`) are skipped. Classes read back
 //! too (`class CLASSID root|parent X KIND PARAMS`, htb's `ceil` defaulting to its `rate`, the
-//! kernel's computed `burst`/`cburst`/`prio 0` left out); filters compare as commands.
+//! kernel's computed `burst`/`cburst`/`prio 0` left out). Filters read back from `tc filter show`
+//! (folded one per line by [`tc_filter_listing`]): u32 selectors as the kernel keeps them
+//! (`match ip dst 10.0.0.0/24` is `match 0a000000/ffffff00 at 16`), `classid` as `flowid`, a
+//! priority the kernel chose left out. `sysctl -w KEY=VALUE` and a `sysctl -a` listing's `KEY =
+//! VALUE` are the line `sysctl KEY VALUE`, one per key.
 
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
@@ -102,12 +106,12 @@ pub struct Config {
 /// Which reader a text goes through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum Dialect {
-    /// FRR's vtysh (and IOS-style) configurations and commands. `nft ...` and `tc ...`
+    /// FRR's vtysh (and IOS-style) configurations and commands. `nft ...`, `tc ...` and `sysctl ...`
     /// command lines go to the Linux reader, as nothing in vtysh starts with them.
     Frr,
-    /// nftables listings and `nft` commands, `tc qdisc show` lines and `tc` commands. Other
-    /// Linux commands (`ip link ...`, `sysctl ...`) leave nothing either listing shows and are
-    /// skipped in command lists.
+    /// nftables listings and `nft` commands, `tc qdisc|class show` lines, folded `tc filter
+    /// show` lines and `tc` commands, `sysctl` listings and writes. Other Linux commands (`ip
+    /// link ...`) leave nothing these listings show and are skipped in command lists.
     Linux,
     /// Cisco IOS configurations and commands: FRR's reader, where IOS differs: every banner is
     /// delimited (`banner motd ^C ... ^C`), and the port names IOS prints in access-lists
@@ -348,6 +352,8 @@ pub const SINGLE_VALUED: &[&str] = &[
     "qdisc clsact ...",
     "qdisc parent * ...",
     "class parent * classid * ...",
+    // One value per key: `sysctl -w K=V` replaces what the listing read.
+    "sysctl * ?",
 ];
 
 /// nftables families: the optional first argument of `nft add table|chain|rule ...`.
@@ -1276,7 +1282,7 @@ fn conflict_key(line: &str) -> Option<String> {
 
 fn is_linux_command(raw: &str) -> bool {
     let first = raw.split_whitespace().next();
-    matches!(first, Some("nft" | "tc"))
+    matches!(first, Some("nft" | "tc" | "sysctl"))
 }
 
 #[derive(Debug, Default)]
@@ -1342,6 +1348,13 @@ impl LinuxReader {
             Some(&"class") if self.stack.is_empty() => {
                 return Ok(tc_class_show(&words).into_iter().collect());
             }
+            Some(&"filter") if self.stack.is_empty() => {
+                return Ok(tc_filter_show(&words).into_iter().collect());
+            }
+            Some(&"sysctl") => return Ok(sysctl_command(&words)),
+            Some(key) if self.stack.is_empty() && key.starts_with("net.") && words.get(1) == Some(&"=") => {
+                return Ok(sysctl_stmt(key, &words[2..].join(" ")).into_iter().collect());
+            }
             _ if commands && self.stack.is_empty() => return Ok(Vec::new()),
             _ => {}
         }
@@ -1371,7 +1384,7 @@ impl LinuxReader {
             return Err(ConfigError::Malformed {
                 line: n,
                 text: line,
-                reason: "neither an nftables block, a qdisc nor an nft or tc command",
+                reason: "neither an nftables block, a qdisc, a class, a filter, a sysctl key nor an nft, tc or sysctl command",
             });
         }
         let family = table_family(&self.stack);
@@ -1590,7 +1603,7 @@ fn tc_command(n: usize, line: &str) -> Result<Vec<Stmt>, ConfigError> {
     let text = match object {
         "qdisc" => qdisc_line(&args),
         "class" => class_line(&args),
-        _ => format!("{object} {}", args.join(" ")),
+        _ => filter_line(&args).ok_or_else(|| malformed("a filter needs its parent, priority or match"))?,
     };
     Ok(vec![Stmt::new(vec![format!("dev {dev}")], latency(&text), false, op)])
 }
@@ -1646,6 +1659,255 @@ fn class_line(args: &[&str]) -> String {
     let params: Vec<String> =
         params.into_iter().map(|(k, v)| if v.is_empty() { k } else { format!("{k} {v}") }).collect();
     collapse(&format!("class {} {position} {kind} {}", classid.unwrap_or_default(), params.join(" ")))
+}
+
+/// A filter as `filter parent P [pref N] protocol X KIND MATCH... flowid C`, from a command's
+/// arguments (`parent 1: protocol ip prio 1 u32 match ip dst 10.0.0.0/24 flowid 1:10`) or a
+/// folded `tc filter show` entry ([`tc_filter_listing`]): u32 selectors are written as the
+/// kernel keeps them (`match ip dst 10.0.0.0/24` is `match 0a000000/ffffff00 at 16`), keys at
+/// one offset merged as tc merges them and sorted by offset; `classid` is `flowid`; a
+/// protocol left out is `all`; a priority the kernel chose (49152 and the ones it counts down
+/// from) is left out, as a command typed without `prio` has none. What only the listing shows
+/// (`chain 0`, `fh`, `order`, `key ht`, `bkt`, `not_in_hw`) goes. `None` for a u32 hash table
+/// line of the listing (`fh 800: ht divisor 1`), which no command made. A deletion keeps the
+/// words it names in the same order, so that it removes every filter they start.
+fn filter_line(args: &[&str]) -> Option<String> {
+    let (mut parent, mut pref, mut protocol, mut kind, mut flowid) = (None, None, None, None, None);
+    let mut keys: Vec<(u32, u32, u32)> = Vec::new();
+    let mut raw: Vec<String> = Vec::new();
+    let mut rest: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let next = args.get(i + 1).copied().unwrap_or_default();
+        match args[i] {
+            "parent" => {
+                let p = next.strip_suffix(":0").map_or(next.to_string(), |p| format!("{p}:"));
+                parent = Some(p);
+                i += 1;
+            }
+            "root" => parent = Some("root".to_string()),
+            "prio" | "pref" | "priority" | "preference" => {
+                pref = Some(next.to_string());
+                i += 1;
+            }
+            "protocol" | "proto" => {
+                protocol = Some(next.to_string());
+                i += 1;
+            }
+            "flowid" | "classid" | "*flowid" => {
+                flowid = Some(next.to_string());
+                i += 1;
+            }
+            "divisor" => return None,
+            "chain" if next == "0" => i += 1,
+            "handle" | "fh" | "order" | "bkt" | "in_hw_count" => i += 1,
+            "key" if next == "ht" => i += 2,
+            "not_in_hw" | "in_hw" | "skip_hw" | "skip_sw" | "terminal" => {}
+            "match" if kind.as_deref() == Some("u32") => {
+                let used = u32_selector(&args[i + 1..], &mut keys, &mut raw);
+                i += used;
+            }
+            k if kind.is_none()
+                && !k.contains(':')
+                && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') =>
+            {
+                kind = Some(k.to_string());
+            }
+            w => rest.push(w.to_string()),
+        }
+        i += 1;
+    }
+    let pref = pref.filter(|p| !p.parse::<u32>().is_ok_and(|n| (AUTO_PREF_LOWEST..=AUTO_PREF).contains(&n)));
+    let mut words = vec!["filter".to_string()];
+    if let Some(p) = parent {
+        words.extend(["parent".to_string(), p]);
+    }
+    if let Some(p) = pref {
+        words.extend(["pref".to_string(), p]);
+    }
+    let Some(kind) = kind else {
+        // A deletion (`tc filter del dev eth0 parent 1: prio 1`): the words it names.
+        if let Some(p) = protocol {
+            words.extend(["protocol".to_string(), p]);
+        }
+        return Some(words.join(" "));
+    };
+    words.extend(["protocol".to_string(), protocol.unwrap_or_else(|| "all".into()), kind]);
+    keys.sort_unstable();
+    let mut merged: Vec<(u32, u32, u32)> = Vec::new();
+    for (off, val, mask) in keys {
+        match merged.last_mut() {
+            Some(last) if last.0 == off => {
+                last.1 |= val & mask;
+                last.2 |= mask;
+            }
+            _ => merged.push((off, val & mask, mask)),
+        }
+    }
+    words.extend(merged.iter().map(|(off, val, mask)| format!("match {val:08x}/{mask:08x} at {off}")));
+    raw.sort();
+    words.extend(raw);
+    words.extend(rest);
+    if let Some(f) = flowid {
+        words.extend(["flowid".to_string(), f]);
+    }
+    Some(words.join(" "))
+}
+
+/// The priority the kernel gives the first filter typed without one (`0xC000`); later ones get
+/// the lowest priority present less one.
+const AUTO_PREF: u32 = 0xC000;
+const AUTO_PREF_LOWEST: u32 = AUTO_PREF - 1024;
+
+/// Reads one u32 selector after `match` into `keys` (offset, value, mask): `ip src|dst
+/// A[/LEN]`, `ip protocol|tos|dsfield|sport|dport|icmp_type|icmp_code V M`, `u32|u16|u8 V M at
+/// N`, or the listing's `VALUE/MASK at N`. A selector it does not know (`ip nofrag`, `nexthdr+`
+/// offsets) is kept as its words in `raw`. Returns how many words it read.
+fn u32_selector(words: &[&str], keys: &mut Vec<(u32, u32, u32)>, raw: &mut Vec<String>) -> usize {
+    let word = |i: usize| words.get(i).copied().unwrap_or_default();
+    let number = |w: &str| match w.strip_prefix("0x") {
+        Some(hex) => u32::from_str_radix(hex, 16).ok(),
+        None => w.parse::<u32>().ok(),
+    };
+    // `u8 V M at N` (and u16, u32) as the 32-bit word holding it.
+    let sized = |bits: u32, v: u32, m: u32, at: u32| -> Option<(u32, u32, u32)> {
+        let bytes = bits / 8;
+        let within = at % 4;
+        if within + bytes > 4 {
+            return None;
+        }
+        let shift = (4 - within - bytes) * 8;
+        let width = if bits == 32 { u32::MAX } else { (1u32 << bits) - 1 };
+        Some((at - within, (v & width) << shift, (m & width) << shift))
+    };
+    let key = match word(0) {
+        listing if listing.contains('/') && word(1) == "at" => {
+            let (v, m) = listing.split_once('/').unwrap_or_default();
+            let parsed = (u32::from_str_radix(v, 16).ok(), u32::from_str_radix(m, 16).ok(), number(word(2)));
+            match parsed {
+                (Some(v), Some(m), Some(at)) => Some(((at, v, m), 3)),
+                _ => None,
+            }
+        }
+        size @ ("u32" | "u16" | "u8") if word(3) == "at" => {
+            let bits = match size {
+                "u32" => 32,
+                "u16" => 16,
+                _ => 8,
+            };
+            match (number(word(1)), number(word(2)), number(word(4))) {
+                (Some(v), Some(m), Some(at)) => sized(bits, v, m, at).map(|k| (k, 5)),
+                _ => None,
+            }
+        }
+        "ip" => match word(1) {
+            field @ ("src" | "dst") => {
+                let (addr, len) = word(2).split_once('/').unwrap_or((word(2), "32"));
+                match (addr.parse::<Ipv4Addr>(), len.parse::<u32>()) {
+                    (Ok(a), Ok(len)) if len <= 32 => {
+                        let mask = if len == 0 { 0 } else { u32::MAX << (32 - len) };
+                        Some(((if field == "src" { 12 } else { 16 }, u32::from(a), mask), 3))
+                    }
+                    _ => None,
+                }
+            }
+            field @ ("protocol" | "tos" | "dsfield" | "sport" | "dport" | "icmp_type" | "icmp_code") => {
+                let (bits, at) = match field {
+                    "protocol" => (8, 9),
+                    "tos" | "dsfield" => (8, 1),
+                    "sport" => (16, 20),
+                    "dport" => (16, 22),
+                    "icmp_type" => (8, 20),
+                    _ => (8, 21),
+                };
+                match (number(word(2)), number(word(3))) {
+                    (Some(v), Some(m)) => sized(bits, v, m, at).map(|k| (k, 4)),
+                    _ => None,
+                }
+            }
+            _ => None,
+        },
+        _ => None,
+    };
+    match key {
+        Some((k, used)) => {
+            keys.push(k);
+            used
+        }
+        None => {
+            // Unknown: the selector's words up to the next keyword this reader knows.
+            let used = words
+                .iter()
+                .position(|w| matches!(*w, "match" | "flowid" | "classid" | "action" | "police"))
+                .unwrap_or(words.len());
+            raw.push(format!("match {}", words[..used].join(" ")));
+            used
+        }
+    }
+}
+
+/// A folded `tc filter show` entry (`filter dev eth0 parent 1: ... match ...`, see
+/// [`tc_filter_listing`]) as its command's statement.
+fn tc_filter_show(words: &[&str]) -> Option<Stmt> {
+    let lower: Vec<String> = words.iter().map(|w| w.to_lowercase()).collect();
+    let dev_at = lower.iter().position(|w| w == "dev")?;
+    let dev = lower.get(dev_at + 1)?.clone();
+    let args: Vec<&str> = lower
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i > 0 && *i != dev_at && *i != dev_at + 1)
+        .map(|(_, w)| w.as_str())
+        .collect();
+    let line = filter_line(&args)?;
+    // A listing's filter with no rule in it: the u32 root line (`filter parent 1: protocol ip
+    // pref 1 u32 chain 0`), which the kernel makes for the priority.
+    if !line.contains(" match ") && !line.contains(" flowid ") {
+        return None;
+    }
+    Some(Stmt::new(vec![format!("dev {dev}")], line, false, Op::Set))
+}
+
+/// `tc filter show dev DEV` output as one line per filter that [`Config::parse`] reads in
+/// [`Dialect::Linux`]: the device put in (tc leaves it out), each u32 key's indented `match`
+/// line joined to its filter's line.
+pub fn tc_filter_listing(dev: &str, show: &str) -> String {
+    let mut out = String::new();
+    for line in show.lines() {
+        let trimmed = line.trim();
+        if trimmed.is_empty() {
+            continue;
+        }
+        if line.starts_with(char::is_whitespace) && !out.is_empty() {
+            out.pop();
+            out.push(' ');
+            out.push_str(trimmed);
+        } else if let Some(rest) = trimmed.strip_prefix("filter ") {
+            out.push_str(&format!("filter dev {dev} {rest}"));
+        } else {
+            continue;
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// A sysctl command: each `KEY=VALUE` it writes (`sysctl -w net.ipv4.conf.eth0.rp_filter=1`);
+/// a read (`sysctl KEY`) changes nothing.
+fn sysctl_command(words: &[&str]) -> Vec<Stmt> {
+    words[1..]
+        .iter()
+        .filter(|w| !w.starts_with('-'))
+        .filter_map(|w| w.split_once('='))
+        .filter_map(|(k, v)| sysctl_stmt(k, v))
+        .collect()
+}
+
+/// `sysctl KEY VALUE`, the key in its dotted form (`net/ipv4/ip_forward` is
+/// `net.ipv4.ip_forward`).
+fn sysctl_stmt(key: &str, value: &str) -> Option<Stmt> {
+    let (key, value) = (key.trim().replace('/', "."), collapse(value.trim().trim_matches('"')));
+    (!key.is_empty() && !value.is_empty())
+        .then(|| Stmt::new(Vec::new(), format!("sysctl {key} {value}"), false, Op::Set))
 }
 
 /// The qdiscs whose classes are made by `tc class add`.
@@ -2163,6 +2425,116 @@ mod tests {
         assert_eq!(replaced.render(), "dev eth0\n qdisc root tbf rate 1mbit burst 10kb latency 70ms\n");
         replaced.apply(&["tc qdisc del dev eth0 root"], Dialect::Linux).expect("applies");
         assert_eq!(replaced.render(), "dev eth0\n");
+    }
+
+    /// `tc filter show dev va` on this machine's kernel (u32 is its only classifier), for the
+    /// filters `FILTERS` type.
+    const FILTER_SHOW: &str = r"filter parent 1: protocol ip pref 1 u32 chain 0 
+filter parent 1: protocol ip pref 1 u32 chain 0 fh 800: ht divisor 1 
+filter parent 1: protocol ip pref 1 u32 chain 0 fh 800::800 order 2048 key ht 800 bkt 0 *flowid 1:10 not_in_hw 
+  match 0a000c00/ffffff00 at 16
+filter parent 1: protocol ip pref 2 u32 chain 0 
+filter parent 1: protocol ip pref 2 u32 chain 0 fh 801: ht divisor 1 
+filter parent 1: protocol ip pref 2 u32 chain 0 fh 801::800 order 2048 key ht 801 bkt 0 *flowid 1:10 not_in_hw 
+  match 00060000/00ff0000 at 8
+  match 00000050/0000ffff at 20
+filter parent 1: protocol ip pref 3 u32 chain 0 
+filter parent 1: protocol ip pref 3 u32 chain 0 fh 802: ht divisor 1 
+filter parent 1: protocol ip pref 3 u32 chain 0 fh 802::800 order 2048 key ht 802 bkt 0 *flowid 1:10 not_in_hw 
+  match 00b80000/00fc0000 at 0
+filter parent 1: protocol ip pref 4 u32 chain 0 
+filter parent 1: protocol ip pref 4 u32 chain 0 fh 803: ht divisor 1 
+filter parent 1: protocol ip pref 4 u32 chain 0 fh 803::800 order 2048 key ht 803 bkt 0 *flowid 1:1 not_in_hw 
+  match 01020304/ffffffff at 12
+  match 00350000/ffff0000 at 20
+filter parent 1: protocol ip pref 8 u32 chain 0 
+filter parent 1: protocol ip pref 8 u32 chain 0 fh 804: ht divisor 1 
+filter parent 1: protocol ip pref 8 u32 chain 0 fh 804::800 order 2048 key ht 804 bkt 0 *flowid 1:1 not_in_hw 
+  match 08000000/ff000000 at 20
+filter parent 1: protocol ip pref 49152 u32 chain 0 
+filter parent 1: protocol ip pref 49152 u32 chain 0 fh 805: ht divisor 1 
+filter parent 1: protocol ip pref 49152 u32 chain 0 fh 805::800 order 2048 key ht 805 bkt 0 *flowid 1:1 not_in_hw 
+  match 0a090000/ffff0000 at 16
+";
+
+    const FILTERS: [&str; 6] = [
+        "tc filter add dev va parent 1: protocol ip prio 1 u32 match ip dst 10.0.12.0/24 flowid 1:10",
+        "tc filter add dev va parent 1: protocol ip prio 2 u32 match ip protocol 6 0xff match ip dport 80 0xffff flowid 1:10",
+        "tc filter add dev va parent 1: protocol ip prio 3 u32 match ip tos 0xb8 0xfc classid 1:10",
+        "tc filter add dev va parent 1: protocol ip prio 4 u32 match ip src 1.2.3.4 match ip sport 53 0xffff flowid 1:1",
+        "tc filter add dev va parent 1:0 protocol ip prio 8 u32 match ip icmp_type 8 0xff flowid 1:1",
+        "tc filter add dev va parent 1: protocol ip u32 match ip dst 10.9.0.0/16 flowid 1:1",
+    ];
+
+    #[test]
+    fn u32_filters_typed_and_shown_meet() {
+        let typed = Config::from_commands(&FILTERS, Dialect::Linux).expect("applies");
+        let shown = Config::parse(&tc_filter_listing("va", FILTER_SHOW), Dialect::Linux).expect("parses");
+        assert_eq!(typed.render(), shown.render());
+        assert_eq!(shown.nodes.len(), 1, "{}", shown.render());
+        assert_eq!(
+            shown.nodes[0].children.len(),
+            6,
+            "the hash-table lines are no filters: {}",
+            shown.render()
+        );
+        assert!(
+            shown.render().contains(
+                "filter parent 1: pref 1 protocol ip u32 match 0a000c00/ffffff00 at 16 flowid 1:10"
+            ),
+            "{}",
+            shown.render()
+        );
+        // The same selectors spelled as raw keys are the same filter.
+        let raw = Config::from_commands(
+            &["tc filter add dev va parent 1: protocol ip prio 1 u32 match u32 0x0a000c00 0xffffff00 at 16 flowid 1:10"],
+            Dialect::Linux,
+        )
+        .expect("applies");
+        assert_eq!(raw.nodes[0].children[0], typed.nodes[0].children[0]);
+        let byte = Config::from_commands(
+            &["tc filter add dev va parent 1: protocol ip prio 8 u32 match u8 8 0xff at 20 classid 1:1"],
+            Dialect::Linux,
+        )
+        .expect("applies");
+        assert!(typed.nodes[0].children.contains(&byte.nodes[0].children[0]), "{}", byte.render());
+        // Another class, another address: another filter.
+        let other = Config::from_commands(
+            &["tc filter add dev va parent 1: protocol ip prio 1 u32 match ip dst 10.0.13.0/24 flowid 1:10"],
+            Dialect::Linux,
+        )
+        .expect("applies");
+        assert!(!typed.nodes[0].children.contains(&other.nodes[0].children[0]));
+        // Deleting a priority removes its filters, and only them.
+        let mut deleted = typed.clone();
+        deleted.apply(&["tc filter del dev va parent 1: prio 2"], Dialect::Linux).expect("applies");
+        assert_eq!(deleted.nodes[0].children.len(), 5, "{}", deleted.render());
+        assert!(!deleted.render().contains("pref 2 "), "{}", deleted.render());
+        let mut flushed = typed.clone();
+        flushed.apply(&["tc filter del dev va"], Dialect::Linux).expect("applies");
+        assert!(!flushed.render().contains("filter"), "{}", flushed.render());
+    }
+
+    #[test]
+    fn sysctl_writes_and_listings_meet() {
+        let listing =
+            "net.ipv4.conf.eth0.rp_filter = 0\nnet.ipv4.conf.all.rp_filter = 0\nnet.ipv4.ip_forward = 1\n";
+        let mut state = Config::parse(listing, Dialect::Linux).expect("parses");
+        let initial = state.clone();
+        state.apply(&["sysctl -w net.ipv4.conf.eth0.rp_filter=1"], Dialect::Linux).expect("applies");
+        let after =
+            Config::parse(&listing.replace("eth0.rp_filter = 0", "eth0.rp_filter = 1"), Dialect::Linux)
+                .expect("parses");
+        assert_eq!(state.render(), after.render());
+        assert_ne!(state.render(), initial.render());
+        // A read changes nothing; the slash form is the dotted key.
+        let mut read = initial.clone();
+        read.apply(&["sysctl net.ipv4.conf.eth0.rp_filter", "sysctl net/ipv4/ip_forward=1"], Dialect::Linux)
+            .expect("applies");
+        assert_eq!(read.render(), initial.render());
+        // Typed among FRR commands, it goes to the Linux reader.
+        let frr = Config::from_commands(&["sysctl -w net.ipv4.ip_forward=0"], Dialect::Frr).expect("applies");
+        assert_eq!(frr.render().trim(), "sysctl net.ipv4.ip_forward 0");
     }
 
     /// An htb hierarchy as typed and as `tc qdisc show` / `tc class show` print it (FRR 8.4's

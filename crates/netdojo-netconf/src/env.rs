@@ -482,23 +482,37 @@ fn linux_read_only(line: &str) -> Result<exec::Command, String> {
     Ok(parsed)
 }
 
-/// The Linux side of a router's configuration, for export: its nftables ruleset and qdiscs.
+/// The Linux side of a router's configuration, for export: its nftables ruleset, qdiscs,
+/// classes and filters, and the sysctl keys of [`scored_sysctl`].
 async fn linux_state(ns: &str) -> String {
-    const READS: [&str; 2] = ["nft list ruleset", "tc qdisc show"];
+    const READS: [&str; 3] = ["nft list ruleset", "tc qdisc show", "sysctl -a"];
     let policy = exec::Policy::default();
     let outputs = futures::future::join_all(READS.map(|line| exec::run_line(ns, line, &policy))).await;
     let mut out = String::new();
     let mut classful = Vec::new();
     for (line, output) in READS.into_iter().zip(outputs) {
-        if let Ok(Ok(o)) = output {
-            out.push_str(&format!("# {line}\n{}", o.text));
-            if line.starts_with("tc qdisc") {
-                classful = classful_devices(&o.text);
+        let Ok(Ok(o)) = output else { continue };
+        match line {
+            "sysctl -a" => {
+                out.push_str(&format!("# {line} (the keys a task may set)\n"));
+                for kv in
+                    o.text.lines().filter(|l| l.split_once(" = ").is_some_and(|(k, _)| scored_sysctl(k)))
+                {
+                    out.push_str(kv);
+                    out.push('\n');
+                }
+            }
+            _ => {
+                out.push_str(&format!("# {line}\n{}", o.text));
+                if line.starts_with("tc qdisc") {
+                    classful = classful_devices(&o.text);
+                }
             }
         }
     }
-    // Classes, for the devices that have a qdisc of their own: `tc class show` lines name no
-    // device, so each gets its own (`class htb 1:10 dev eth0 root ...`) for the reader.
+    // Classes and filters, for the devices that have a qdisc of their own: `tc class show` and
+    // `tc filter show` lines name no device, so each gets its own (`class htb 1:10 dev eth0
+    // root ...`) for the reader, and a filter's indented `match` lines join its line.
     for dev in classful {
         let line = format!("tc class show dev {dev}");
         if let Ok(Ok(o)) = exec::run_line(ns, &line, &policy).await {
@@ -512,8 +526,55 @@ async fn linux_state(ns: &str) -> String {
                 out.push('\n');
             }
         }
+        let line = format!("tc filter show dev {dev}");
+        if let Ok(Ok(o)) = exec::run_line(ns, &line, &policy).await {
+            out.push_str(&format!("# {line}\n{}", netdojo_config::config::tc_filter_listing(&dev, &o.text)));
+        }
     }
     out
+}
+
+/// The sysctl keys the command score reads (a task's `sysctl -w` is scored like any other
+/// command): per interface, and for `all` and `default`, the keys that filter, redirect or
+/// answer for others (`rp_filter`, `accept_source_route`, `proxy_arp`...), and a few for the
+/// whole namespace (`net.ipv4.ip_forward`, ICMP echo, SYN cookies). Left out: the keys the
+/// kernel writes when another is written (`ip_forward` sets every interface's `forwarding` and
+/// `all.accept_redirects`), which would count as edits nobody typed.
+fn scored_sysctl(key: &str) -> bool {
+    const GLOBAL: [&str; 7] = [
+        "net.ipv4.ip_forward",
+        "net.ipv4.icmp_echo_ignore_all",
+        "net.ipv4.icmp_echo_ignore_broadcasts",
+        "net.ipv4.icmp_ignore_bogus_error_responses",
+        "net.ipv4.tcp_syncookies",
+        "net.ipv4.ip_default_ttl",
+        "net.ipv6.conf.all.forwarding",
+    ];
+    const V4: [&str; 12] = [
+        "rp_filter",
+        "accept_redirects",
+        "secure_redirects",
+        "send_redirects",
+        "accept_source_route",
+        "log_martians",
+        "proxy_arp",
+        "arp_ignore",
+        "arp_announce",
+        "arp_filter",
+        "accept_local",
+        "route_localnet",
+    ];
+    const V6: [&str; 3] = ["disable_ipv6", "accept_ra", "accept_redirects"];
+    if GLOBAL.contains(&key) {
+        return true;
+    }
+    let per_interface = |prefix: &str, keys: &[&str]| {
+        key.strip_prefix(prefix)
+            .and_then(|rest| rest.rsplit_once('.'))
+            .is_some_and(|(_, name)| keys.contains(&name))
+    };
+    key != "net.ipv4.conf.all.accept_redirects"
+        && (per_interface("net.ipv4.conf.", &V4) || per_interface("net.ipv6.conf.", &V6))
 }
 
 /// The devices of a `tc qdisc show` listing with a qdisc that is not the kernel's default

@@ -75,6 +75,14 @@ fn the_oracle_passes_every_testcase_and_noop_fails_one_in_every_task() {
             "task {} does not discriminate: {r}",
             r["task_id"]
         );
+        // Every ground truth changes something the command score reads (FRR's configuration,
+        // nft, tc qdiscs, classes and filters, sysctls): an agent that edits nothing scores 0.
+        assert_eq!(
+            metric(&r, "command_f1"),
+            0.0,
+            "task {}'s ground truth is invisible to the command score: {r}",
+            r["task_id"]
+        );
     }
 }
 
