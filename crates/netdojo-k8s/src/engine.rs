@@ -387,6 +387,13 @@ spec:
         );
         assert!(v(&ps, &w, "x/b", "x/a", 80, TCP));
         assert!(!v(&ps, &w, "x/a", "x/b", 80, TCP));
+        // `policyTypes: []` is defaulted like an absent list: Ingress, and Egress for the egress rule.
+        let ps = policies(
+            "apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata: {name: p, namespace: x}\nspec:\n  podSelector: {matchLabels: {pod: a}}\n  policyTypes: []\n  egress:\n  - to: [{podSelector: {matchLabels: {pod: b}}}]\n",
+        );
+        assert!(!v(&ps, &w, "x/b", "x/a", 80, TCP), "ingress isolated under policyTypes: []");
+        assert!(!v(&ps, &w, "x/a", "x/c", 9000, Protocol::Sctp), "egress isolated under policyTypes: []");
+        assert!(v(&ps, &w, "x/a", "x/b", 80, TCP));
     }
 
     #[test]

@@ -855,4 +855,20 @@ mod tests {
         assert_eq!(a.text, "networkpolicy.networking.k8s.io \"adservice\" deleted\n");
         assert_eq!(s.policies().len(), 11);
     }
+
+    /// `policyTypes: []` is defaulted by the API server like an absent list, so emptying it
+    /// keeps the Online Boutique as closed as it was.
+    #[test]
+    fn emptying_policy_types_opens_nothing() {
+        let (mut s, w) = store();
+        let targets = crate::engine::targets(&w);
+        let before = crate::engine::truth_table(&s.policies(), &w, &targets);
+        let a = s.run(
+            r#"patch networkpolicy cartservice --type merge -p '{"spec":{"policyTypes":[]}}'"#,
+            None,
+            &w,
+        );
+        assert!(a.ok, "{}", a.text);
+        assert_eq!(crate::engine::truth_table(&s.policies(), &w, &targets), before);
+    }
 }

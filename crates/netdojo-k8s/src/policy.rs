@@ -68,14 +68,18 @@ pub fn namespace(policy: &NetworkPolicy) -> &str {
     policy.metadata.namespace.as_deref().unwrap_or("default")
 }
 
-/// The directions a policy affects: `policyTypes` when given; otherwise Ingress always, and
-/// Egress when the policy has at least one egress rule (the API server's defaulting: an empty
-/// `egress: []` adds no Egress type).
+/// The directions a policy affects: `policyTypes` when it names any; otherwise (absent, or
+/// `policyTypes: []`) Ingress always, and Egress when the policy has at least one egress rule.
+/// This is the API server's defaulting (`SetDefaults_NetworkPolicySpec` tests the list's
+/// length, so an empty list is defaulted like an absent one); an empty `egress: []` adds no
+/// Egress type.
 pub fn directions(policy: &NetworkPolicy) -> (bool, bool) {
     let Some(spec) = &policy.spec else { return (true, false) };
     match &spec.policy_types {
-        Some(types) => (types.iter().any(|t| t == "Ingress"), types.iter().any(|t| t == "Egress")),
-        None => (true, spec.egress.as_ref().is_some_and(|e| !e.is_empty())),
+        Some(types) if !types.is_empty() => {
+            (types.iter().any(|t| t == "Ingress"), types.iter().any(|t| t == "Egress"))
+        }
+        _ => (true, spec.egress.as_ref().is_some_and(|e| !e.is_empty())),
     }
 }
 

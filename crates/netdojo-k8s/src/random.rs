@@ -155,10 +155,14 @@ pub fn policies(rng: &mut R, workload: &Workload) -> Vec<NetworkPolicy> {
     (0..rng.random_range(1..=4))
         .map(|i| {
             let ns = namespaces.choose(rng).map(|s| s.to_string()).unwrap_or_else(|| "x".into());
-            let policy_types = match rng.random_range(0..4) {
+            // Absent and `[]` are both defaulted by the API server; the order of a list is not
+            // part of its meaning.
+            let policy_types = match rng.random_range(0..6) {
                 0 => None,
-                1 => Some(vec!["Ingress".to_string()]),
-                2 => Some(vec!["Egress".to_string()]),
+                1 => Some(Vec::new()),
+                2 => Some(vec!["Ingress".to_string()]),
+                3 => Some(vec!["Egress".to_string()]),
+                4 => Some(vec!["Egress".to_string(), "Ingress".to_string()]),
                 _ => Some(vec!["Ingress".to_string(), "Egress".to_string()]),
             };
             let ingress =
