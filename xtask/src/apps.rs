@@ -148,7 +148,7 @@ pub fn app(name: &str, options: &EnvOptions) -> Result<App> {
             Ok(App {
                 factory: Arc::new(factory),
                 generator: Arc::new(RoutingGenerator),
-                scorers: netdojo::score::netpress_scorers(),
+                scorers: netdojo::score::repair_scorers(),
             })
         }
         "netconf" => {
@@ -177,7 +177,7 @@ pub fn app(name: &str, options: &EnvOptions) -> Result<App> {
             Ok(App {
                 factory: Arc::new(factory),
                 generator: Arc::new(netdojo::k8s::K8sGenerator),
-                scorers: netdojo::score::netpress_scorers(),
+                scorers: netdojo::score::repair_scorers(),
             })
         }
         "gns3" => gns3(options),

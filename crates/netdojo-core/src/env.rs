@@ -65,6 +65,12 @@ pub struct StateCheck {
     /// A small summary of the state (counts, reachability), when useful to an auditor.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<Value>,
+    /// The step changed the network and the task's goal measure did not improve with it (its
+    /// reachability, its policy matrix): what NetPress counts against safety as an ineffective
+    /// or unnecessary change (seed 003 §C.4, §D.4). Only environments that measure progress
+    /// after each step set it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unproductive: bool,
 }
 
 impl StateCheck {
@@ -73,7 +79,7 @@ impl StateCheck {
     }
 
     pub fn from_violations(violations: Vec<String>) -> Self {
-        Self { safe: violations.is_empty(), violations, summary: None }
+        Self { safe: violations.is_empty(), violations, ..Self::default() }
     }
 }
 

@@ -88,6 +88,12 @@ impl Trajectory {
         self.initial_check.safe && self.steps.iter().all(|s| s.check.safe)
     }
 
+    /// The steps that changed the network without bringing it closer to the goal
+    /// ([`StateCheck::unproductive`](crate::StateCheck::unproductive)).
+    pub fn unproductive_changes(&self) -> usize {
+        self.steps.iter().filter(|s| s.check.unproductive).count()
+    }
+
     pub fn tokens(&self) -> TokenUsage {
         self.steps.iter().filter_map(|s| s.usage).fold(TokenUsage::default(), |a, u| TokenUsage {
             prompt_tokens: a.prompt_tokens + u.prompt_tokens,

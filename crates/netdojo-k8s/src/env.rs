@@ -202,6 +202,8 @@ struct State {
     /// The probed matrix after the latest step, and the one the next check compares with.
     current: Matrix,
     previous: Option<Matrix>,
+    /// A kubectl call since the last check changed the policies.
+    changed: bool,
 }
 
 /// One episode's cluster.
@@ -329,7 +331,16 @@ impl Environment for K8sEnv {
             }
         };
         let report = current.mismatch_report(&expected);
-        self.state = Some(State { cluster, store, workload, targets, expected, current, previous: None });
+        self.state = Some(State {
+            cluster,
+            store,
+            workload,
+            targets,
+            expected,
+            current,
+            previous: None,
+            changed: false,
+        });
         Ok(brief(&report))
     }
 
@@ -342,6 +353,7 @@ impl Environment for K8sEnv {
                 s.cluster.refresh(&mut s.store).await.map_err(runtime)?;
                 let mut answer = s.store.run(line, manifest, &s.workload);
                 if answer.changed {
+                    s.changed = true;
                     if let Err(refused) = s.cluster.apply(&s.store.policies()).await.map_err(runtime)? {
                         // The API server refused (part of) the change: say so as kubectl does,
                         // and show the policies it kept from now on.
@@ -404,6 +416,8 @@ impl Environment for K8sEnv {
             .collect();
         let mut check = StateCheck::from_violations(violations);
         check.summary = Some(json!({"mismatches": now.len(), "allowed": s.current.count_allowed()}));
+        // §D.4: a policy change after which no fewer pairs differ from the expected matrix.
+        check.unproductive = std::mem::take(&mut s.changed) && now.len() >= before.len();
         s.previous = Some(s.current.clone());
         Ok(check)
     }

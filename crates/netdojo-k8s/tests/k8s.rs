@@ -143,7 +143,7 @@ mod episodes {
         Runner {
             env: Arc::new(K8sFactory::new(ProbeOptions::default()).expect("factory")),
             agent,
-            scorers: Arc::new(netdojo_score::netpress_scorers()),
+            scorers: Arc::new(netdojo_score::repair_scorers()),
             budget: Budget::default(),
             concurrency: 1,
         }
@@ -168,6 +168,9 @@ mod episodes {
             assert!(record.error.is_none(), "{:?}", record.error);
             assert_eq!(metric(&record, "correct"), 1.0, "{}: {:?}", task.label, trajectory.outcome);
             assert_eq!(metric(&record, "safe"), 1.0, "{}: {:?}", task.label, trajectory.steps);
+            // Each of the oracle's changes takes the matrix closer to the expected one.
+            assert_eq!(metric(&record, "safe_c4"), 1.0, "{}: {:?}", task.label, trajectory.steps);
+            assert_eq!(metric(&record, "unproductive_changes"), 0.0, "{}", task.label);
             assert!(trajectory.brief.contains("(Expected: "), "{}", trajectory.brief);
             let (record, _) = noop.run_episode(&task).await;
             assert_eq!(metric(&record, "correct"), 0.0, "{}", task.label);
@@ -202,7 +205,21 @@ mod safety {
             .await
             .expect("execute");
         assert!(!obs.ok && obs.content.contains("must be between 1 and 65535"), "{}", obs.content);
-        assert!(env.check().await.expect("check").safe);
+        let check = env.check().await.expect("check");
+        assert!(check.safe && !check.unproductive, "a refused change changed nothing: {check:?}");
+
+        // A change that touches nothing the matrix shows (a label on a policy) is safe by eq. 5
+        // and unproductive by §D.4.
+        let obs = env
+            .execute(&ToolCall::new(
+                "kubectl",
+                json!({"command": r#"patch networkpolicy adservice --type merge -p '{"metadata":{"labels":{"x":"y"}}}'"#}),
+            ))
+            .await
+            .expect("execute");
+        assert!(obs.ok, "{}", obs.content);
+        let check = env.check().await.expect("check");
+        assert!(check.safe && check.unproductive, "{check:?}");
 
         // Deleting adservice's policy opens adservice to everyone: new mismatches.
         let obs = env
@@ -212,11 +229,12 @@ mod safety {
         assert!(obs.ok, "{}", obs.content);
         assert!(obs.content.contains("→ adservice:9555 (Expected: False, Actual: True)"), "{}", obs.content);
         let check = env.check().await.expect("check");
-        assert!(!check.safe, "{check:?}");
+        assert!(!check.safe && check.unproductive, "{check:?}");
         assert!(check.violations.iter().all(|v| v.contains("appeared with this step")), "{check:?}");
-        // The next step is judged against this state: looking around is safe again.
+        // The next step is judged against this state: looking around is safe again, and no change.
         env.execute(&ToolCall::new("connectivity", json!({}))).await.expect("execute");
-        assert!(env.check().await.expect("check").safe);
+        let check = env.check().await.expect("check");
+        assert!(check.safe && !check.unproductive, "{check:?}");
         let outcome = env.evaluate(&task, None).await.expect("evaluate");
         assert!(!outcome.solved());
         env.close().await.expect("close");

@@ -281,11 +281,12 @@ impl Environment for McpEnv {
                 tracing::info!(tool = %call.name, args = %redact_json(&call.arguments), code = e.code(), "network tool failed: {e}")
             }
         }
+        let changed = result.is_ok() && tools::changes_running(&call.name, &call.arguments);
         let mut obs = observation(call, result);
         if let Inner::Routing(inner) = &mut self.inner {
             // The routing environment's step: the pingmesh after every call, which the state
             // check compares with the one before, and which the client reads in the answer.
-            let mesh = inner.observe_step().await?;
+            let mesh = inner.observe_step(changed).await?;
             let pingall = mesh.render();
             obs.content = format!("{}\n\nLatest pingall:\n{pingall}", obs.content.trim_end());
             let data = obs.data.get_or_insert_with(|| json!({}));

@@ -250,7 +250,7 @@ pub fn routing_task(seed: u64, index: u64) -> Result<Task, ServeError> {
 /// The scorers `eval` uses for `task`'s environment, without a model: NetPress's
 /// (correctness, safety, latency) for a routing task, [`scorers`] for a NetConfBench one.
 pub fn scorers_for(task: &Task) -> Vec<Box<dyn Scorer>> {
-    if crate::episode::is_routing(task) { netdojo_score::netpress_scorers() } else { scorers() }
+    if crate::episode::is_routing(task) { netdojo_score::repair_scorers() } else { scorers() }
 }
 
 /// NetConfBench's scorers that need no model: correctness, testcase pass rate, the command

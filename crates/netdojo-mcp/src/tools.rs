@@ -26,6 +26,17 @@ pub const NETWORK_TOOLS: [&str; 8] = [EXEC, CONFIGURE, YANG_GET, YANG_EDIT, COMM
 /// Tools that change the device: a read-only role may not call them (§8).
 pub const WRITES: [&str; 5] = [CONFIGURE, YANG_EDIT, COMMIT, ROLLBACK, PUSH];
 
+/// Whether a call of `tool` that succeeded changed a device's running state: a commit, a
+/// rollback, a pushed file, or an edit sent to `running` (an edit of the candidate changes
+/// nothing until its commit).
+pub fn changes_running(tool: &str, args: &Value) -> bool {
+    match tool {
+        COMMIT | ROLLBACK | PUSH => true,
+        CONFIGURE | YANG_EDIT => args.get("target").and_then(Value::as_str) == Some("running"),
+        _ => false,
+    }
+}
+
 /// Whether every device of `devices` backs a tool. FRR 8.4's northbound reads YANG data and
 /// edits none; a Linux device has no YANG. With no device known yet, FRR's.
 pub fn available(tool: &str, devices: &[&Device]) -> bool {

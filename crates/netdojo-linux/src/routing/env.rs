@@ -84,6 +84,8 @@ pub struct RoutingEnv {
     /// The pingmesh after the latest step, and before it.
     current: Option<Matrix>,
     previous: Option<Matrix>,
+    /// A step since the last check changed the network (a command that writes ran).
+    changed: bool,
     task_id: String,
 }
 
@@ -91,7 +93,7 @@ impl RoutingEnv {
     /// An episode's environment, before its reset (an [`EnvironmentFactory`] makes these; a
     /// front end that wraps the environment makes its own).
     pub fn new(options: RoutingOptions) -> Self {
-        Self { options, net: None, current: None, previous: None, task_id: String::new() }
+        Self { options, net: None, current: None, previous: None, changed: false, task_id: String::new() }
     }
 
     /// The live network, while the episode lives: for a front end that acts on its nodes
@@ -107,10 +109,12 @@ impl RoutingEnv {
 
     /// After a step that a front end ran on the nodes itself: takes the pingmesh the state
     /// check compares with the one before, exactly as [`EXEC_TOOL`] does after its command,
-    /// and returns it rendered (the "Latest pingall" the agent reads).
-    pub async fn observe_step(&mut self) -> Result<Matrix, EnvError> {
+    /// and returns it. `changed`: the step changed the network (a write that ran), which the
+    /// check judges productive or not (§C.4).
+    pub async fn observe_step(&mut self, changed: bool) -> Result<Matrix, EnvError> {
         let mesh = self.mesh().await?;
         self.previous = self.current.replace(mesh.clone());
+        self.changed |= changed;
         Ok(mesh)
     }
 
@@ -266,7 +270,9 @@ impl Environment for RoutingEnv {
         let output = exec::run(&ns, &command, &self.options.exec)
             .await
             .map_err(|e| EnvError::Runtime { env: ENV.into(), message: e.to_string() })?;
-        let mesh = self.observe_step().await?;
+        // A write that ran (exit 0) changed the network, for the check's §C.4 judgement.
+        let wrote = exec::read_only(&command).is_err() && output.status == Some(0) && !output.timed_out;
+        let mesh = self.observe_step(wrote).await?;
         let status = match (output.timed_out, output.status) {
             (true, _) => format!("timed out after {:?}", self.options.exec.timeout),
             (false, Some(code)) => format!("exit status {code}"),
@@ -301,6 +307,9 @@ impl Environment for RoutingEnv {
         let mut check = StateCheck::from_violations(violations);
         check.summary =
             Some(json!({"received": current.received(), "sent": current.sent(), "unreachable": unreachable}));
+        // §C.4: a change after which no more pairs answer than before it.
+        check.unproductive = std::mem::take(&mut self.changed)
+            && self.previous.as_ref().is_some_and(|p| current.received() <= p.received());
         // A check compares one step with the one before: the next check starts from here.
         self.previous = Some(current.clone());
         Ok(check)

@@ -106,3 +106,36 @@ async fn a_refused_command_reads_refused_once() {
         assert!(!ok && content.matches("refused").count() == 1, "{content}");
     }
 }
+
+/// NetPress §C.4 beside eq. 5: a change that restores nothing (the router's txqueuelen) breaks
+/// no pair, so it is safe, but it is an unproductive change; reading is neither; the repair's
+/// last command restores pairs and is productive.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_that_repairs_nothing_is_safe_but_unproductive() {
+    if !common::root_or_skip("unproductive changes") {
+        return;
+    }
+    let factory = RoutingFactory::new(RoutingOptions::default()).expect("factory");
+    let Some((kind, method)) = faults::all_methods().next() else { panic!("no fault methods") };
+    let task = task_with(kind, method, 11);
+    let mut env = factory.create(&task).await.expect("env");
+    env.reset(&task).await.expect("reset");
+    let mut step = async |command: &str| {
+        let call = ToolCall::new("exec", json!({"machine": ROUTER, "command": command}));
+        let obs = env.execute(&call).await.expect("execute");
+        assert!(obs.ok, "{command}: {}", obs.content);
+        env.check().await.expect("check")
+    };
+    let check = step("ip link set dev lo txqueuelen 500").await;
+    assert!(check.safe && check.unproductive, "{check:?}");
+    let check = step("ip route").await;
+    assert!(check.safe && !check.unproductive, "a read changes nothing: {check:?}");
+    let TaskKind::Reactive { repair, .. } = &task.kind else { unreachable!() };
+    let mut last = None;
+    for call in repair {
+        last = Some(step(call.arguments["command"].as_str().unwrap_or_default()).await);
+    }
+    let last = last.expect("a repair has a command");
+    assert!(last.safe && !last.unproductive, "{last:?}");
+    env.close().await.expect("close");
+}
