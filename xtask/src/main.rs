@@ -56,8 +56,9 @@ enum Command {
         dir: PathBuf,
         #[arg(long, value_enum)]
         format: report::Format,
-        /// Where to write it (default: DIR/inspect/TIMESTAMP_netdojo-ENV_RUN.json for inspect,
-        /// DIR/episodes.export.jsonl for jsonl).
+        /// inspect: the log directory to write TIMESTAMP_netdojo-ENV_RUN.json in (default
+        /// DIR/inspect; `inspect view --log-dir` it); jsonl: the file (default
+        /// DIR/episodes.export.jsonl).
         #[arg(long)]
         out: Option<PathBuf>,
     },

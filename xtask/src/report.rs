@@ -54,15 +54,16 @@ pub enum Format {
     Jsonl,
 }
 
-/// Writes the export of the run in `dir`; the default place is inside the run directory
-/// (`inspect/TIMESTAMP_netdojo-ENV_RUN.json`, `episodes.export.jsonl`).
+/// Writes the export of the run in `dir` and prints its path: inspect's log goes in the log
+/// directory `out` (default `DIR/inspect`) as `TIMESTAMP_netdojo-ENV_RUN.json`; the JSON lines
+/// go to the file `out` (default `DIR/episodes.export.jsonl`).
 pub fn export(dir: &Path, format: Format, out: Option<&Path>) -> Result<()> {
     let run = Run::load(dir).with_context(|| format!("reading the run in {}", dir.display()))?;
     let (path, text) = match format {
         Format::Inspect => {
-            let path = out
-                .map(Path::to_path_buf)
-                .unwrap_or_else(|| dir.join("inspect").join(export::inspect_file_name(&run)));
+            // A log directory: inspect lists a JSON log by its name, which must be its own.
+            let logs = out.map(Path::to_path_buf).unwrap_or_else(|| dir.join("inspect"));
+            let path = logs.join(export::inspect_file_name(&run));
             (path, serde_json::to_string(&export::inspect_log(&run)?)?)
         }
         Format::Jsonl => {

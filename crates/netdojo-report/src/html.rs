@@ -93,7 +93,8 @@ details.fold>summary{cursor:pointer;color:#0b57d0}
 nav a{margin-right:12px}
 "#;
 
-/// The list's filter: each control names a row attribute; the text box searches `data-text`.
+/// The list's filter: each control names a row attribute; the text box searches `data-text`;
+/// the URL's fragment may set the controls (`#label=add&outcome=failed`).
 const FILTER_SCRIPT: &str = r#"(function () {
   var rows = Array.prototype.slice.call(document.querySelectorAll('#episodes tbody tr'));
   var controls = Array.prototype.slice.call(document.querySelectorAll('[data-filter]'));
@@ -112,6 +113,16 @@ const FILTER_SCRIPT: &str = r#"(function () {
       if (keep) { n += 1; }
     });
     shown.textContent = n + ' of ' + rows.length + ' episodes shown';
+  }
+  // A link can carry filters: index.html#label=add&outcome=failed.
+  var hash = decodeURIComponent(location.hash.slice(1));
+  if (hash.indexOf('=') > 0) {
+    hash.split('&').forEach(function (pair) {
+      var at = pair.indexOf('=');
+      controls.forEach(function (c) {
+        if (c.getAttribute('data-filter') === pair.slice(0, at)) { c.value = pair.slice(at + 1); }
+      });
+    });
   }
   controls.forEach(function (c) { c.addEventListener('input', apply); });
   apply();
