@@ -299,8 +299,14 @@ impl Environment for RoutingEnv {
             .map(|(i, j, _)| format!("{}->{}", current.nodes[i], current.nodes[j]))
             .collect();
         let mut check = StateCheck::from_violations(violations);
-        check.summary =
-            Some(json!({"received": current.received(), "sent": current.sent(), "unreachable": unreachable}));
+        // The nodes too, so that a reader (the HTML report) can draw the whole matrix and
+        // outline the pairs a step changed.
+        check.summary = Some(json!({
+            "nodes": current.nodes,
+            "received": current.received(),
+            "sent": current.sent(),
+            "unreachable": unreachable,
+        }));
         // A check compares one step with the one before: the next check starts from here.
         self.previous = Some(current.clone());
         Ok(check)
