@@ -624,10 +624,30 @@ fn episode_page(run: &Run, record: &EpisodeRecord, trajectory: Option<&Trajector
         b.push_str("<p class=\"muted\">This agent keeps no model conversation.</p>");
     }
     for (i, message) in t.transcript.iter().enumerate() {
-        let role = message["role"].as_str().unwrap_or("message");
-        let _ = write!(b, "<div class=\"label\">#{i} {}</div>{}", esc(role), block(&pretty(message)));
+        let _ = write!(
+            b,
+            "<div class=\"label\">#{i} {}</div>{}",
+            esc(&message_label(message)),
+            block(&pretty(message))
+        );
     }
     page(&record.task_id, &b, None)
+}
+
+/// What a transcript entry is: a chat message's role, or an LLM agent's exchange
+/// (`turn 2 · request`, `turn 2 · response`, `error`).
+fn message_label(message: &Value) -> String {
+    let mut parts = Vec::new();
+    if let Some(role) = message["role"].as_str() {
+        parts.push(role.to_string());
+    }
+    if let Some(turn) = message["turn"].as_u64() {
+        parts.push(format!("turn {turn}"));
+    }
+    parts.extend(
+        ["request", "response", "error"].iter().filter(|k| message.get(**k).is_some()).map(|k| k.to_string()),
+    );
+    if parts.is_empty() { "entry".into() } else { parts.join(" · ") }
 }
 
 fn metrics(b: &mut String, record: &EpisodeRecord) {

@@ -110,7 +110,12 @@ impl Run {
 
     /// The model an LLM agent ran, when the configuration says.
     pub fn model(&self) -> Option<String> {
-        self.config["cli"]["model"].as_str().filter(|m| !m.is_empty()).map(str::to_string)
+        let cli = &self.config["cli"];
+        cli["llm"]["model"]
+            .as_str()
+            .or_else(|| cli["model"].as_str())
+            .filter(|m| !m.is_empty())
+            .map(str::to_string)
     }
 }
 

@@ -124,7 +124,7 @@ fn episodes() -> Vec<Episode> {
 fn run_dir(dir: &std::path::Path, text: &str) -> Run {
     let mut store = RunDir::create(
         dir,
-        &json!({"cli": {"env": "dcgraph", "model": "smollm2-135m"}, "runner": {"agent": {"name": "openai"}}}),
+        &json!({"cli": {"env": "dcgraph", "llm": {"model": "smollm2-135m"}}, "runner": {"agent": {"name": "openai"}}}),
     )
     .expect("create");
     for e in episodes() {
