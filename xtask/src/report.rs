@@ -32,7 +32,7 @@ fn load(dirs: &[PathBuf]) -> Result<Vec<Run>> {
     dirs.iter()
         .map(|d| Run::load(d).with_context(|| format!("reading the run in {}", d.display())))
         .collect::<Result<Vec<_>>>()
-        .map(|runs| Run::dedupe_names(runs))
+        .map(Run::dedupe_names)
 }
 
 /// Serves the report of `dirs` on 127.0.0.1:`port` (0: any free port) until interrupted.
