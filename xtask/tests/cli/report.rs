@@ -122,6 +122,9 @@ fn browse(profile: &Path, args: &[&str], url: &str) -> (String, Vec<String>) {
     let mut child = Command::new("chromium")
         .args(["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--hide-scrollbars"])
         .arg(format!("--user-data-dir={}", profile.display()))
+        // Its crash database and caches go in the test's directory too, not the user's.
+        .env("XDG_CONFIG_HOME", profile)
+        .env("XDG_CACHE_HOME", profile)
         .args(["--enable-logging=stderr", "--v=0"])
         .args(args)
         .arg(url)
