@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 
 use netdojo::core::store::{RunDir, file_stem};
 use netdojo::{
-    Check, EndReason, EpisodeRecord, EpisodeStatus, Metric, Observation, Outcome, StateCheck, Step, ToolCall,
-    Trajectory,
+    Check, EndReason, EpisodeRecord, EpisodeStatus, ErrorCause, Metric, Observation, Outcome, StateCheck,
+    Step, ToolCall, Trajectory,
 };
 use serde_json::{Value, json};
 
@@ -46,7 +46,8 @@ fn runs(tmp: &Path) -> Vec<PathBuf> {
     vec![dir]
 }
 
-/// A run of one episode whose every string an agent or a device controls is hostile.
+/// A run of two episodes, one errored, whose every string an agent or a device controls is
+/// hostile.
 fn hostile_run(dir: &Path) -> PathBuf {
     let dir = dir.join("hostile");
     let mut store = RunDir::create(&dir, &json!({"cli": {"env": "dcgraph"}})).expect("create");
@@ -99,6 +100,20 @@ fn hostile_run(dir: &Path) -> PathBuf {
         metrics: vec![Metric::pass("correct", false), Metric::pass("safe", false), Metric::count("steps", 1)],
     };
     store.append(&record, &trajectory).expect("append");
+    // And an errored episode: its error is the model's (hostile) text.
+    let errored = EpisodeRecord {
+        task_id: "errored".into(),
+        status: EpisodeStatus::Errored,
+        error: Some(format!("the model answered {HOSTILE}")),
+        cause: Some(ErrorCause::Agent),
+        end: EndReason::Error,
+        steps: 0,
+        metrics: vec![],
+        ..record
+    };
+    let trajectory =
+        Trajectory { task_id: "errored".into(), steps: vec![], outcome: None, answer: None, ..trajectory };
+    store.append(&errored, &trajectory).expect("append");
     dir
 }
 
