@@ -73,7 +73,12 @@ fn word(s: &str) -> String {
 
 /// When the run was created: its config.json's modification time, in UTC.
 fn created(run: &Run) -> String {
-    let path: PathBuf = run.store.path().join("config.json");
+    modified(run, "config.json")
+}
+
+/// A file of the run's modification time, in UTC (now if it cannot be read).
+fn modified(run: &Run, file: &str) -> String {
+    let path: PathBuf = run.store.path().join(file);
     let secs = std::fs::metadata(path)
         .and_then(|m| m.modified())
         .ok()
@@ -170,7 +175,8 @@ pub fn inspect_log(run: &Run) -> Result<Value, ReportError> {
         },
         "plan": {"name": "plan", "steps": [{"solver": run.agent(), "params": {}}]},
         "results": {"total_samples": run.records.len(), "completed_samples": completed, "scores": scores},
-        "stats": {"started_at": created, "completed_at": created, "model_usage": model_usage},
+        // The last record's write is when the run (so far) ended.
+        "stats": {"started_at": created, "completed_at": modified(run, "episodes.jsonl"), "model_usage": model_usage},
         "samples": samples,
     }))
 }
