@@ -258,9 +258,12 @@ fn index_page(runs: &[Run], overview: &Overview, list: &[ListRow<'_>]) -> String
 
     plots(&mut b, overview, runs);
 
-    // Per run: every row with its rates.
     let all: Vec<&RunOverview> = overview.runs.iter().collect();
     let names = rate_names(&all);
+    if overview.runs.len() > 1 {
+        side_by_side(&mut b, overview);
+    }
+    // Per run: every row with its rates.
     for (i, o) in overview.runs.iter().enumerate() {
         let _ = write!(
             b,
@@ -286,6 +289,45 @@ fn index_page(runs: &[Run], overview: &Overview, list: &[ListRow<'_>]) -> String
 
     episode_list(&mut b, runs, list);
     page("netdojo report", &b, Some(FILTER_SCRIPT))
+}
+
+/// The runs compared group by group (the groups of any run, in the order they first appear):
+/// correctness and safety with their intervals, one column pair per run.
+fn side_by_side(b: &mut String, overview: &Overview) {
+    let mut groups: Vec<String> = Vec::new();
+    for o in &overview.runs {
+        for row in &o.rows {
+            if !groups.contains(&row.name()) {
+                groups.push(row.name());
+            }
+        }
+    }
+    b.push_str("<h3>Side by side</h3><table class=\"compare\"><thead><tr><th>group</th>");
+    for (i, o) in overview.runs.iter().enumerate() {
+        let _ = write!(
+            b,
+            "<th class=\"num\" colspan=\"2\"><span class=\"swatch\" style=\"background:{}\"></span>{}</th>",
+            svg::color(i),
+            esc(&o.name)
+        );
+    }
+    b.push_str("</tr><tr><th></th>");
+    for _ in &overview.runs {
+        b.push_str("<th class=\"num\">correct (95% CI)</th><th class=\"num\">safe (95% CI)</th>");
+    }
+    b.push_str("</tr></thead><tbody>");
+    for group in &groups {
+        let _ = write!(b, "<tr><td>{}</td>", esc(group));
+        for o in &overview.runs {
+            let row = o.rows.iter().find(|r| &r.name() == group);
+            for rate in ["correct", "safe"] {
+                let cell = row.and_then(|r| r.rates.get(rate)).map(pct).unwrap_or_else(|| "-".into());
+                let _ = write!(b, "<td class=\"num\">{cell}</td>");
+            }
+        }
+        b.push_str("</tr>");
+    }
+    b.push_str("</tbody></table>");
 }
 
 fn summary_row(b: &mut String, row: &Row, names: &[String], has_cost: bool) {
@@ -477,7 +519,10 @@ fn episode_list(b: &mut String, runs: &[Run], list: &[ListRow<'_>]) {
             safe = safe_html(r),
             steps = r.steps,
             wall = r.wall_ms as f64 / 1000.0,
-            tokens = r.tokens.prompt_tokens + r.tokens.completion_tokens,
+            tokens = tokens(crate::overview::Tokens {
+                prompt: r.tokens.prompt_tokens,
+                completion: r.tokens.completion_tokens
+            }),
         );
     }
     b.push_str("</tbody></table>");

@@ -175,6 +175,11 @@ fn hostile_trajectory_text_is_escaped_everywhere() {
     let index = String::from_utf8(site.files["index.html"].clone()).expect("utf-8");
     assert_eq!(index.matches("<tr data-run=").count(), 10);
     assert!(index.contains("href=\"r1/t5.html\""));
+    // Side by side: a row per group, a column pair per run.
+    let compare = &index[index.find("class=\"compare\"").expect("the comparison table")..];
+    let compare = &compare[..compare.find("</table>").expect("its end")];
+    assert_eq!(compare.matches("<tr><td>").count(), 6, "all, 2 levels, 3 labels: {compare}");
+    assert!(compare.contains("<tr><td>1 / count</td><td class=\"num\">50.0%"), "{compare}");
 }
 
 #[test]
