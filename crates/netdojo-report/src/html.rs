@@ -275,6 +275,15 @@ fn index_page(runs: &[Run], overview: &Overview, list: &[ListRow<'_>]) -> String
         for n in &names {
             let _ = write!(b, "<th class=\"num\">{} (95% CI)</th>", esc(n));
         }
+        let scores: Vec<String> = {
+            let mut names: Vec<String> = o.rows.iter().flat_map(|r| r.scores.keys().cloned()).collect();
+            names.sort();
+            names.dedup();
+            names
+        };
+        for n in &scores {
+            let _ = write!(b, "<th class=\"num\">mean {} (95% CI)</th>", esc(n));
+        }
         b.push_str("<th class=\"num\">median steps</th><th class=\"num\">mean wall s (95% CI)</th><th class=\"num\">tokens</th>");
         let has_cost = o.cost_usd.is_some();
         if has_cost {
@@ -282,7 +291,7 @@ fn index_page(runs: &[Run], overview: &Overview, list: &[ListRow<'_>]) -> String
         }
         b.push_str("</tr></thead><tbody>");
         for row in &o.rows {
-            summary_row(&mut b, row, &names, has_cost);
+            summary_row(&mut b, row, &names, &scores, has_cost);
         }
         b.push_str("</tbody></table>");
     }
@@ -330,7 +339,7 @@ fn side_by_side(b: &mut String, overview: &Overview) {
     b.push_str("</tbody></table>");
 }
 
-fn summary_row(b: &mut String, row: &Row, names: &[String], has_cost: bool) {
+fn summary_row(b: &mut String, row: &Row, names: &[String], scores: &[String], has_cost: bool) {
     let _ = write!(
         b,
         "<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>",
@@ -340,6 +349,14 @@ fn summary_row(b: &mut String, row: &Row, names: &[String], has_cost: bool) {
     );
     for n in names {
         let cell = row.rates.get(n).map(pct).unwrap_or_else(|| "-".into());
+        let _ = write!(b, "<td class=\"num\">{cell}</td>");
+    }
+    for n in scores {
+        let cell = row
+            .scores
+            .get(n)
+            .map(|m| format!("{:.3} <span class=\"ci\">[{:.3}, {:.3}]</span>", m.mean, m.ci95.0, m.ci95.1))
+            .unwrap_or_else(|| "-".into());
         let _ = write!(b, "<td class=\"num\">{cell}</td>");
     }
     let steps = row.median_steps.map(|s| format!("{s}")).unwrap_or_else(|| "-".into());
@@ -384,7 +401,11 @@ fn plots(b: &mut String, overview: &Overview, runs: &[Run]) {
     };
     let points: Vec<(String, Option<Rate>, Option<Rate>)> =
         overview.runs.iter().map(|o| (o.name.clone(), overall(o, "safe"), overall(o, "correct"))).collect();
-    b.push_str(&svg::correct_vs_safe(&points));
+    // Safety is not measured everywhere (NetConfBench's tasks have no constraints to keep).
+    let has_safe = points.iter().any(|(_, safe, _)| safe.is_some());
+    if has_safe {
+        b.push_str(&svg::correct_vs_safe(&points));
+    }
 
     let levels: BTreeSet<u8> = overview
         .runs
@@ -393,7 +414,7 @@ fn plots(b: &mut String, overview: &Overview, runs: &[Run]) {
         .filter_map(|r| r.level)
         .collect();
     let groups: Vec<String> = levels.iter().map(|l| l.to_string()).collect();
-    for rate in ["correct", "safe"] {
+    for &rate in if has_safe { &["correct", "safe"][..] } else { &["correct"][..] } {
         let series: Vec<Vec<Option<Rate>>> = overview
             .runs
             .iter()
@@ -409,7 +430,35 @@ fn plots(b: &mut String, overview: &Overview, runs: &[Run]) {
                     .collect()
             })
             .collect();
-        b.push_str(&svg::rate_bars(&format!("{rate} by level (95% CI)"), &groups, &series));
+        b.push_str(&svg::rate_bars(&format!("{rate} by level (95% CI)"), "level", &groups, &series));
+    }
+
+    // The means of scores in [0, 1] (NetConfBench's tuple), each run's overall with its interval.
+    let scores: BTreeSet<String> = overview
+        .runs
+        .iter()
+        .flat_map(|o| o.rows.iter().filter(|r| r.kind == crate::overview::RowKind::All))
+        .flat_map(|r| r.scores.iter())
+        .filter(|(_, m)| (0.0..=1.0).contains(&m.ci95.0) && (0.0..=1.0).contains(&m.ci95.1))
+        .map(|(k, _)| k.clone())
+        .collect();
+    if !scores.is_empty() {
+        let names: Vec<String> = scores.iter().cloned().collect();
+        let series: Vec<Vec<Option<Rate>>> = overview
+            .runs
+            .iter()
+            .map(|o| {
+                let all = o.rows.iter().find(|r| r.kind == crate::overview::RowKind::All);
+                names
+                    .iter()
+                    .map(|n| {
+                        let m = all?.scores.get(n)?;
+                        Some(Rate { successes: 0, n: all?.n, rate: m.mean, ci95: m.ci95 })
+                    })
+                    .collect()
+            })
+            .collect();
+        b.push_str(&svg::rate_bars("mean scores (95% CI)", "score", &names, &series));
     }
 
     fn completed(run: &Run) -> Vec<&EpisodeRecord> {

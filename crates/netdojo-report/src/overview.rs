@@ -71,6 +71,10 @@ pub struct Row {
     pub mean_wall_s: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mean_wall_s_ci95: Option<(f64, f64)>,
+    /// The means of the other value metrics (NetConfBench's scores: `checks_passed`,
+    /// `command_f1`, `reasoning`...) with their 95% intervals, as the summary computed them.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub scores: BTreeMap<String, Mean>,
     pub tokens: Tokens,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
@@ -88,6 +92,13 @@ impl Row {
             RowKind::Domain => format!("domain {}", self.domain.as_deref().unwrap_or_default()),
         }
     }
+}
+
+/// A mean as the summary computed it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Mean {
+    pub mean: f64,
+    pub ci95: (f64, f64),
 }
 
 /// A pass rate as the summary computed it.
@@ -158,6 +169,14 @@ impl RunOverview {
                 median_steps: s.medians.get("steps").copied(),
                 mean_wall_s: s.means.get("wall_s").copied(),
                 mean_wall_s_ci95: s.mean_ci95.get("wall_s").copied(),
+                scores: s
+                    .means
+                    .iter()
+                    .filter(|(k, _)| k.as_str() != "wall_s" && k.as_str() != crate::COST_METRIC)
+                    .map(|(k, m)| {
+                        (k.clone(), Mean { mean: *m, ci95: s.mean_ci95.get(k).copied().unwrap_or((*m, *m)) })
+                    })
+                    .collect(),
                 tokens: Tokens::of(mine.iter().copied()),
                 cost_usd: cost(mine.iter().copied()),
             }

@@ -67,7 +67,8 @@ fn short(v: f64) -> String {
     } else if v >= 10.0 || v == 0.0 {
         format!("{v:.0}")
     } else if v >= 1.0 {
-        format!("{v:.1}")
+        let s = format!("{v:.1}");
+        s.strip_suffix(".0").map(str::to_string).unwrap_or(s)
     } else {
         // Three significant digits at most, trailing zeros dropped (0.005, 0.0125).
         let digits = (2 - v.log10().floor() as i32).clamp(2, 6) as usize;
@@ -83,6 +84,19 @@ fn nice_max(v: f64) -> f64 {
     }
     let magnitude = 10f64.powf(v.log10().floor());
     [1.0, 2.0, 2.5, 5.0, 10.0].iter().map(|m| m * magnitude).find(|m| *m >= v).unwrap_or(10.0 * magnitude)
+}
+
+/// The top of a count axis: four whole steps of 1, 2 or 5 × 10^k (4, 8, 20, 40, 80, 200...),
+/// so that every tick is a whole number.
+fn count_top(max: usize) -> f64 {
+    let quarter = max.max(1) as f64 / 4.0;
+    let magnitude = 10f64.powf(quarter.log10().floor().max(0.0));
+    let step = [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .map(|m| m * magnitude)
+        .find(|s| *s >= quarter)
+        .unwrap_or(10.0 * magnitude);
+    4.0 * step
 }
 
 /// Correctness (y) against safety (x), one point per run with its 95% intervals as bars.
@@ -124,20 +138,22 @@ pub fn correct_vs_safe(points: &[(String, Option<Rate>, Option<Rate>)]) -> Strin
     out
 }
 
-/// Rates per group (a level), one bar per run, each with its 95% interval as a whisker.
-pub fn rate_bars(title: &str, groups: &[String], series: &[Vec<Option<Rate>>]) -> String {
+/// Rates (or scores in [0, 1]) per group (a level, a score), one bar per run, each with its 95% interval as a whisker.
+pub fn rate_bars(title: &str, x_label: &str, groups: &[String], series: &[Vec<Option<Rate>>]) -> String {
     let mut out = String::new();
-    open(&mut out, title, "level", "rate");
+    open(&mut out, title, x_label, "rate");
     y_axis(&mut out, 1.0, true);
     let slot = (W - LEFT - RIGHT) / groups.len().max(1) as f64;
     let bar = (slot * 0.8) / series.len().max(1) as f64;
+    // Labels wider than their slot (score names) alternate between two lines.
+    let stagger = groups.iter().any(|g| g.chars().count() as f64 * 5.5 > slot);
     for (g, group) in groups.iter().enumerate() {
         let x0 = LEFT + slot * g as f64 + slot * 0.1;
         let _ = write!(
             out,
             r#"<text x="{x:.1}" y="{y}" text-anchor="middle" class="tick">{l}</text>"#,
             x = x0 + slot * 0.4,
-            y = H - BOTTOM + 14.0,
+            y = H - BOTTOM + if stagger && g % 2 == 1 { 25.0 } else { 14.0 },
             l = esc(group)
         );
         for (s, rates) in series.iter().enumerate() {
@@ -188,7 +204,7 @@ pub fn histogram(title: &str, x_label: &str, series: &[Vec<f64>], integer: bool)
             c
         })
         .collect();
-    let top = nice_max(counts.iter().flatten().copied().max().unwrap_or(0) as f64);
+    let top = count_top(counts.iter().flatten().copied().max().unwrap_or(0));
     y_axis(&mut out, top, false);
     let slot = (W - LEFT - RIGHT) / bins as f64;
     let bar = (slot * 0.9) / series.len().max(1) as f64;
@@ -267,11 +283,21 @@ mod tests {
     }
 
     #[test]
+    fn count_axes_have_whole_ticks() {
+        assert_eq!(count_top(0), 4.0);
+        assert_eq!(count_top(3), 4.0);
+        assert_eq!(count_top(5), 8.0);
+        assert_eq!(count_top(60), 80.0);
+        assert_eq!(count_top(120), 200.0);
+    }
+
+    #[test]
     fn ticks_are_short() {
         assert_eq!(short(0.005), "0.005");
         assert_eq!(short(0.0125), "0.0125");
         assert_eq!(short(0.5), "0.5");
         assert_eq!(short(2.5), "2.5");
+        assert_eq!(short(4.0), "4");
         assert_eq!(short(1200.0), "1.2k");
     }
 

@@ -50,6 +50,7 @@ fn record(e: &Episode) -> EpisodeRecord {
                 Metric::count("steps", e.steps as u64),
                 Metric::count("invalid_steps", 0),
                 Metric::value("wall_s", e.wall_ms as f64 / 1000.0),
+                Metric::value("checks_passed", if e.correct { 1.0 } else { 0.5 }),
             ]
         },
     }
@@ -146,6 +147,8 @@ fn the_overview_holds_every_rate_with_its_interval_per_level_label_and_overall()
     // The overall row's rates are the summary's own.
     let all = run.summary.overall().expect("overall");
     assert_eq!(o.rows[0].rates["correct"].ci95, all.rates["correct"].ci95);
+    assert_eq!(o.rows[0].scores["checks_passed"].mean, all.means["checks_passed"]);
+    assert!(!o.rows[0].scores.contains_key("wall_s"), "wall time has its own column");
     insta::assert_json_snapshot!(overview);
 }
 
