@@ -2,7 +2,9 @@
 //!
 //! - `eval`: run an agent on an environment's tasks and summarise the scores.
 //! - `generate`: write generated tasks as JSON lines, to freeze and share a suite.
-//! - `report`: summarise a run directory again.
+//! - `report`: summarise run directories again; `--html OUT` writes the static report.
+//! - `view`: serve the report of run directories on 127.0.0.1.
+//! - `export`: a run as an inspect_ai eval log or JSON lines.
 //! - `bench`: measure against the targets the issues set.
 
 mod apps;
@@ -10,6 +12,7 @@ mod bench;
 mod eval;
 mod mcp;
 mod model;
+mod report;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -29,10 +32,35 @@ enum Command {
     Eval(Box<eval::EvalArgs>),
     /// Write generated tasks as JSON lines.
     Generate(eval::GenerateArgs),
-    /// Summarise a run directory.
+    /// Summarise run directories; with --html, write the report people open in a browser.
     Report {
+        /// The run directories (several: side by side in the HTML report).
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+        /// Write a self-contained static report (index.html and a page per episode) to this
+        /// folder.
+        #[arg(long, value_name = "OUT")]
+        html: Option<PathBuf>,
+    },
+    /// Serve the HTML report of run directories on 127.0.0.1 and print its URL.
+    View {
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+        /// The port (0: any free one).
+        #[arg(long, default_value_t = 0)]
+        port: u16,
+    },
+    /// Export a run for other tools: an inspect_ai eval log, or JSON lines for pandas.
+    Export {
         /// The run directory.
         dir: PathBuf,
+        #[arg(long, value_enum)]
+        format: report::Format,
+        /// inspect: the log directory to write TIMESTAMP_netdojo-ENV_RUN.json in (default
+        /// DIR/inspect; `inspect view --log-dir` it); jsonl: the file (default
+        /// DIR/episodes.export.jsonl).
+        #[arg(long)]
+        out: Option<PathBuf>,
     },
     /// Measure performance against the project's targets.
     Bench(bench::BenchArgs),
@@ -67,7 +95,11 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Eval(args) => eval::eval(*args),
         Command::Generate(args) => eval::generate(args).map(|()| ExitCode::SUCCESS),
-        Command::Report { dir } => eval::report(&dir).map(|()| ExitCode::SUCCESS),
+        Command::Report { dirs, html } => report::report(&dirs, html.as_deref()).map(|()| ExitCode::SUCCESS),
+        Command::View { dirs, port } => report::view(&dirs, port).map(|()| ExitCode::SUCCESS),
+        Command::Export { dir, format, out } => {
+            report::export(&dir, format, out.as_deref()).map(|()| ExitCode::SUCCESS)
+        }
         Command::Bench(args) => bench::bench(args).map(|()| ExitCode::SUCCESS),
         Command::Mcp(command) => mcp::run(command).map(|()| ExitCode::SUCCESS),
         Command::FetchModel { dir } => model::fetch(dir.as_deref()).map(|()| ExitCode::SUCCESS),

@@ -7,4 +7,5 @@ mod dcgraph;
 mod k8s;
 mod llm;
 mod netconf;
+mod report;
 mod routing;

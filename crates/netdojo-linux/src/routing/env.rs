@@ -305,8 +305,14 @@ impl Environment for RoutingEnv {
             .map(|(i, j, _)| format!("{}->{}", current.nodes[i], current.nodes[j]))
             .collect();
         let mut check = StateCheck::from_violations(violations);
-        check.summary =
-            Some(json!({"received": current.received(), "sent": current.sent(), "unreachable": unreachable}));
+        // The nodes too, so that a reader (the HTML report) can draw the whole matrix and
+        // outline the pairs a step changed.
+        check.summary = Some(json!({
+            "nodes": current.nodes,
+            "received": current.received(),
+            "sent": current.sent(),
+            "unreachable": unreachable,
+        }));
         // §C.4: a change after which no more pairs answer than before it.
         check.unproductive = std::mem::take(&mut self.changed)
             && self.previous.as_ref().is_some_and(|p| current.received() <= p.received());
