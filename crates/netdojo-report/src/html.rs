@@ -853,6 +853,11 @@ fn check_html(check: &StateCheck, before: Option<&StateCheck>) -> String {
         "<p>{}</p>",
         if check.safe { "<span class=\"ok\">safe</span>" } else { "<span class=\"bad\">unsafe</span>" }
     );
+    if check.unproductive {
+        out.push_str(
+            "<p class=\"bad\">unproductive change: the network changed and came no closer to the goal (NetPress §C.4, §D.4)</p>",
+        );
+    }
     if !check.violations.is_empty() {
         out.push_str("<ul>");
         for v in &check.violations {
@@ -927,6 +932,7 @@ mod tests {
             summary: Some(
                 serde_json::json!({"nodes": ["h1", "h2", "h3"], "unreachable": ["h1->h3"], "received": 5, "sent": 6}),
             ),
+            ..Default::default()
         };
         let after = StateCheck {
             safe: false,
@@ -934,6 +940,7 @@ mod tests {
             summary: Some(
                 serde_json::json!({"nodes": ["h1", "h2", "h3"], "unreachable": ["h2->h3"], "received": 5, "sent": 6}),
             ),
+            ..Default::default()
         };
         let html = check_html(&after, Some(&before));
         // h1->h3 came back, h2->h3 went away: two outlined cells, no more.
@@ -945,11 +952,13 @@ mod tests {
             safe: true,
             violations: vec![],
             summary: Some(serde_json::json!({"nodes": 3, "edges": 2})),
+            ..Default::default()
         };
         let b = StateCheck {
             safe: true,
             violations: vec![],
             summary: Some(serde_json::json!({"nodes": 3, "edges": 3})),
+            ..Default::default()
         };
         let html = check_html(&b, Some(&a));
         assert_eq!(html.matches("class=\"changed\"").count(), 1, "{html}");
