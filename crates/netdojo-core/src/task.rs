@@ -301,6 +301,8 @@ impl StaticSuite {
                 .map_err(io)?
                 .filter_map(|e| e.ok().map(|e| e.path()))
                 .filter(|p| matches!(p.extension().and_then(|e| e.to_str()), Some("json" | "jsonl")))
+                // The suite's manifest (`generate`'s, crate::suite) is not a task.
+                .filter(|p| !p.to_string_lossy().ends_with(crate::suite::MANIFEST_SUFFIX))
                 .collect();
             files.sort();
             for file in files {
