@@ -3,6 +3,7 @@
 //! - `eval`: run an agent on an environment's tasks and summarise the scores.
 //! - `generate`: write generated tasks as JSON lines, to freeze and share a suite.
 //! - `report`: summarise a run directory again.
+//! - `compare`: is run B better than run A? Paired differences on the tasks both ran.
 //! - `bench`: measure against the targets the issues set.
 
 mod apps;
@@ -34,6 +35,9 @@ enum Command {
         /// The run directory.
         dir: PathBuf,
     },
+    /// Compare two runs of the same suite episode by episode: differences B - A with paired
+    /// 95% intervals, p-values and the tasks that flipped.
+    Compare(eval::CompareArgs),
     /// Measure performance against the project's targets.
     Bench(bench::BenchArgs),
     /// Serve a task's devices over MCP (draft 002) to an external agent, and score its episode.
@@ -68,6 +72,7 @@ fn main() -> ExitCode {
         Command::Eval(args) => eval::eval(*args),
         Command::Generate(args) => eval::generate(args).map(|()| ExitCode::SUCCESS),
         Command::Report { dir } => eval::report(&dir).map(|()| ExitCode::SUCCESS),
+        Command::Compare(args) => eval::compare(&args).map(|()| ExitCode::SUCCESS),
         Command::Bench(args) => bench::bench(args).map(|()| ExitCode::SUCCESS),
         Command::Mcp(command) => mcp::run(command).map(|()| ExitCode::SUCCESS),
         Command::FetchModel { dir } => model::fetch(dir.as_deref()).map(|()| ExitCode::SUCCESS),
