@@ -421,6 +421,14 @@ pub fn compare(args: &CompareArgs) -> Result<()> {
         (Some(_), Some(_)) => {}
         _ => eprintln!("warning: a run records no suite hash: cannot tell whether the suites are the same"),
     }
+    let epochs = |c: &serde_json::Value| c["cli"]["epochs"].as_u64().unwrap_or(1);
+    if epochs(&config_a) != epochs(&config_b) {
+        eprintln!(
+            "warning: the runs have {} and {} epochs: only the epochs both ran are paired",
+            epochs(&config_a),
+            epochs(&config_b)
+        );
+    }
     let options = CompareOptions { resamples: args.resamples, seed: args.seed };
     let comparison = Comparison::paired(&a.episodes()?, &b.episodes()?, options);
     if comparison.pairs == 0 {

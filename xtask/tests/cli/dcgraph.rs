@@ -226,7 +226,7 @@ fn bad_input_gives_one_clear_line_and_a_failure_code() {
     let bad_suite = tmp.path().join("bad.jsonl");
     fs::write(&bad_suite, "{\"id\": \"x\"}\n").expect("write");
     let bad = bad_suite.to_str().expect("path");
-    let cases: [(&[&str], &str); 11] = [
+    let cases: [(&[&str], &str); 13] = [
         (
             &["eval", "--env", "nope"],
             "unknown environment `nope` (known: dcgraph, routing, netconf, k8s, gns3)",
@@ -241,6 +241,8 @@ fn bad_input_gives_one_clear_line_and_a_failure_code() {
         (&["eval", "--suite", bad], "bad.jsonl:1"),
         (&["eval", "--resume", "/nonexistent/run"], "/nonexistent/run"),
         (&["eval", "--queries", "many"], "invalid value 'many' for '--queries"),
+        (&["eval", "--epochs", "0"], "invalid value '0' for '--epochs <K>'"),
+        (&["compare", "/nonexistent/a", "/nonexistent/b"], "compare /nonexistent/a"),
         (
             &["eval", "--domain", "routing,bgp"],
             "--domain bgp: unknown domain (domains: routing, policy, security, qos)",
