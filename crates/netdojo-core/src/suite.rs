@@ -171,5 +171,24 @@ mod tests {
         std::fs::write(dir.path().join("s.manifest.json"), "{").expect("write");
         let err = Manifest::find(&dir.path().join("s.jsonl")).expect_err("bad").to_string();
         assert!(err.contains("s.manifest.json"), "{err}");
+
+        // A directory suite reads its tasks, not its manifest.
+        let line = serde_json::to_string(&task("a", "add a node")).expect("json");
+        std::fs::write(dir.path().join("s.jsonl"), format!("{line}\n")).expect("write");
+        let tasks = [TaskHash::of(&task("a", "add a node"))];
+        let manifest = Manifest {
+            suite: "s".into(),
+            version: "1".into(),
+            generator: GeneratorInfo { name: "dcgraph".into(), version: "0".into(), params: Value::Null },
+            seed: 3,
+            count: 1,
+            hash: suite_hash(&tasks),
+            tasks: tasks.to_vec(),
+        };
+        manifest.write(&manifest_path(dir.path())).expect("write");
+        std::fs::remove_file(dir.path().join("s.manifest.json")).expect("rm");
+        let suite = crate::task::StaticSuite::load(dir.path()).expect("loads");
+        assert_eq!(crate::task::TaskSource::len_hint(&suite), Some(1));
+        assert_eq!(Manifest::find(dir.path()).expect("read"), Some(manifest));
     }
 }
