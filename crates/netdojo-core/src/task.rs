@@ -190,6 +190,13 @@ pub fn task_seed(seed: u64, index: u64) -> u64 {
     splitmix64(seed ^ splitmix64(index))
 }
 
+/// The seed of attempt `epoch` at a task (`eval --epochs`) for an agent seeded with `seed`:
+/// `seed` itself for epoch 0 (what the agent does without epochs), an independent one for
+/// each later epoch.
+pub fn epoch_seed(seed: u64, epoch: u32) -> u64 {
+    if epoch == 0 { seed } else { task_seed(seed, u64::from(epoch)) }
+}
+
 /// `count` tasks from a generator and a seed.
 pub struct GeneratedSuite<G> {
     pub generator: G,

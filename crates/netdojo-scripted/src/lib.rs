@@ -7,7 +7,7 @@
 use async_trait::async_trait;
 use netdojo_core::{
     Agent, AgentError, AgentFactory, AgentTurn, EpisodeStart, Observation, Task, TaskKind, ToolCall,
-    ToolSpec, task::task_seed,
+    ToolSpec, task::epoch_seed,
 };
 use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};
@@ -262,8 +262,7 @@ impl AgentFactory for RandomFactory {
     /// Each epoch its own stream (epoch 0 the run seed's, as without epochs): K attempts of a
     /// random agent are K different attempts.
     fn create_for_epoch(&self, task: &Task, epoch: u32) -> Result<Box<dyn Agent>, AgentError> {
-        let seed = if epoch == 0 { self.seed } else { task_seed(self.seed, u64::from(epoch)) };
-        Ok(Box::new(RandomAgent::new(seed, &task.id, self.steps)))
+        Ok(Box::new(RandomAgent::new(epoch_seed(self.seed, epoch), &task.id, self.steps)))
     }
 }
 
