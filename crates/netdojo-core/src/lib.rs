@@ -14,6 +14,7 @@ pub mod metric;
 pub mod runner;
 pub mod schema;
 pub mod store;
+pub mod suite;
 pub mod task;
 pub mod testcase;
 pub mod tool;

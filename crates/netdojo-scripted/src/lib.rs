@@ -6,7 +6,8 @@
 
 use async_trait::async_trait;
 use netdojo_core::{
-    Agent, AgentError, AgentFactory, AgentTurn, EpisodeStart, Observation, Task, TaskKind, ToolCall, ToolSpec,
+    Agent, AgentError, AgentFactory, AgentTurn, EpisodeStart, Observation, Task, TaskKind, ToolCall,
+    ToolSpec, task::epoch_seed,
 };
 use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};
@@ -300,6 +301,11 @@ impl AgentFactory for RandomFactory {
     }
     fn create(&self, task: &Task) -> Result<Box<dyn Agent>, AgentError> {
         Ok(Box::new(RandomAgent::new(self.seed, &task.id, self.steps)))
+    }
+    /// Each epoch its own stream (epoch 0 the run seed's, as without epochs): K attempts of a
+    /// random agent are K different attempts.
+    fn create_for_epoch(&self, task: &Task, epoch: u32) -> Result<Box<dyn Agent>, AgentError> {
+        Ok(Box::new(RandomAgent::new(epoch_seed(self.seed, epoch), &task.id, self.steps)))
     }
 }
 
