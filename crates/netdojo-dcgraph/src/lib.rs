@@ -60,4 +60,4 @@ pub use env::{DcGraphEnv, DcGraphFactory, GraphSource, answer_schema_for, brief}
 pub use fabric::FabricParams;
 pub use malt::MaltError;
 pub use model::{Attrs, EntityKind, Graph, GraphError, MergedView, Node, Relation};
-pub use queries::{LABELS, QueryGenerator};
+pub use queries::{LABELS, QueryGenerator, Targets};
