@@ -47,17 +47,21 @@
 //!   rather than networkx isomorphism; answers are compared by type (count by equality, list
 //!   as a multiset, rank by names and capacities with ties in any order).
 
+pub mod code;
 pub mod env;
 pub mod fabric;
 pub mod malt;
 pub mod model;
+pub mod netpress;
 pub mod ops;
 pub mod queries;
 pub mod safety;
 pub mod tools;
 
+pub use code::{CodeFactory, CodeOracleFactory};
 pub use env::{DcGraphEnv, DcGraphFactory, GraphSource, answer_schema_for, brief};
 pub use fabric::FabricParams;
 pub use malt::MaltError;
 pub use model::{Attrs, EntityKind, Graph, GraphError, MergedView, Node, Relation};
+pub use netpress::Keying;
 pub use queries::{LABELS, QueryGenerator};
