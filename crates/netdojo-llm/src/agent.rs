@@ -96,6 +96,12 @@ impl AgentFactory for LlmAgentFactory {
     }
 
     fn create(&self, task: &Task) -> Result<Box<dyn Agent>, AgentError> {
+        if self.settings.tools == ToolMode::Code && self.settings.strategy == Strategy::FewShot {
+            return Err(AgentError::Config {
+                agent: self.name().into(),
+                message: "strategy few-shot shows solved examples as tool calls; tool mode code has none (use single-turn or cot)".into(),
+            });
+        }
         let examples = match self.settings.strategy {
             Strategy::FewShot => {
                 let picked = prompt::examples_for(task, &self.pool, self.settings.shots);
@@ -194,7 +200,7 @@ impl LlmAgent {
                     self.messages.push(Message::tool(&id, &tool, cut(&content, cap)));
                 }
             }
-            ToolMode::Text => {
+            ToolMode::Text | ToolMode::Code => {
                 let results = results
                     .iter()
                     .map(|(_, tool, ok, content)| {
@@ -400,11 +406,25 @@ impl Agent for LlmAgent {
                     }
                     (reasoning, calls)
                 }
+                ToolMode::Code => {
+                    // The paper's protocol: the reply's code runs once, and that is the answer.
+                    self.answered = true;
+                    let tool = self
+                        .tools
+                        .iter()
+                        .find(|t| t.name != netdojo_core::FINISH_TOOL)
+                        .map_or_else(|| "run_code".to_string(), |t| t.name.clone());
+                    let mut run = ToolCall::new(tool, json!({"code": text::extract_code(&reply.content)}));
+                    run.id = self.call_id(0);
+                    let mut finish = ToolCall::finish(None);
+                    finish.id = self.call_id(1);
+                    (reply.content.trim().to_string(), vec![run, finish])
+                }
             };
             if !reasoning.is_empty() {
                 reasonings.push(reasoning);
             }
-            if self.settings.strategy == Strategy::React {
+            if self.settings.strategy == Strategy::React && self.settings.tools != ToolMode::Code {
                 for extra in calls.iter_mut().skip(1) {
                     extra.malformed = Some("one action per turn: this call was not run".into());
                 }
