@@ -63,6 +63,15 @@ fn real_file_counts_both_views_and_is_safe() {
     let merged = g.merged_view();
     assert_eq!((merged.nodes, merged.edges), (5493, 6424));
     assert_eq!(safety::violations(&g), Vec::<String>::new());
+    // The networkx graph of the code interaction, keyed by name as NetPress loaded it, and read
+    // back for the safety check.
+    let data = netdojo_dcgraph::netpress::node_link(&g, netdojo_dcgraph::Keying::Name);
+    assert_eq!(
+        (data["nodes"].as_array().map(Vec::len), data["links"].as_array().map(Vec::len)),
+        (Some(5493), Some(6424))
+    );
+    let back = netdojo_dcgraph::netpress::to_graph(&data).expect("reads back");
+    assert_eq!(safety::violations(&back), Vec::<String>::new());
     // Capacity over the full hierarchy: 5,115 ports at 1G, three at 2G, one at 4G, one at 5G.
     let ju = g.find("ju1", None).expect("ju1");
     assert_eq!(g.capacity(ju), 5115 * 1_000_000_000 + 3 * 2_000_000_000 + 4_000_000_000 + 5_000_000_000);
@@ -78,6 +87,15 @@ fn default_fabric_matches_the_real_model() {
     let merged = g.merged_view();
     assert_eq!((merged.nodes, merged.edges), (5493, 6424));
     assert_eq!(safety::violations(&g), Vec::<String>::new());
+    // The networkx graph of the code interaction, keyed by name as NetPress loaded it, and read
+    // back for the safety check.
+    let data = netdojo_dcgraph::netpress::node_link(&g, netdojo_dcgraph::Keying::Name);
+    assert_eq!(
+        (data["nodes"].as_array().map(Vec::len), data["links"].as_array().map(Vec::len)),
+        (Some(5493), Some(6424))
+    );
+    let back = netdojo_dcgraph::netpress::to_graph(&data).expect("reads back");
+    assert_eq!(safety::violations(&back), Vec::<String>::new());
     let again = FabricParams::default().generate();
     assert_eq!(g.digest(), again.digest());
     let other = FabricParams { seed: 7, ..FabricParams::default() }.generate();
