@@ -669,6 +669,34 @@ mod tests {
         );
     }
 
+    #[tokio::test]
+    async fn in_code_mode_the_reply_is_run_once_then_finished() {
+        let model = Arc::new(Scripted::default());
+        *model.replies.lock().expect("lock") = vec![Reply {
+            content: "Answer:\n```python\ndef process_graph(graph_data):\n    return 1\n```".into(),
+            ..Reply::default()
+        }];
+        let settings = Settings { tools: ToolMode::Code, strategy: Strategy::React, ..Settings::default() };
+        let factory = LlmAgentFactory::new(model.clone(), settings.clone());
+        let task = task("dcgraph");
+        let mut agent = factory.create(&task).expect("agent");
+        let tools = [ToolSpec::new("run_code", "run", json!({"type": "object"})), ToolSpec::finish(None)];
+        agent
+            .start(&EpisodeStart { task: &task, brief: "b", tools: &tools, max_steps: 5 })
+            .await
+            .expect("start");
+        let turn = agent.step(&[]).await.expect("turn");
+        let names: Vec<&str> = turn.calls.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["run_code", "finish"]);
+        assert_eq!(turn.calls[0].arguments, json!({"code": "def process_graph(graph_data):\n    return 1"}));
+        assert!(turn.calls.iter().all(|c| c.malformed.is_none()));
+        // No tools go to the server; one reply is all there is.
+        assert_eq!(model.requests.lock().expect("lock")[0]["tools"], json!([]));
+        assert!(agent.step(&[]).await.expect("turn").calls.is_empty());
+        let few_shot = LlmAgentFactory::new(model, Settings { strategy: Strategy::FewShot, ..settings });
+        assert!(few_shot.create(&task).is_err_and(|e| e.to_string().contains("tool mode code")));
+    }
+
     #[test]
     fn cut_counts_characters_not_bytes() {
         assert_eq!(cut("héllo", 10), "héllo");
