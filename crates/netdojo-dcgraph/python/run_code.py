@@ -41,9 +41,8 @@ def node_link(value):
 def jsonable(value):
     """The value as JSON can hold it: graphs as node-link data, tuples and sets as lists,
     anything else as its repr (NetPress logged such outputs with str())."""
-    graph = node_link(value) if isinstance(value, nx.Graph) else None
-    if graph is not None:
-        return graph
+    if isinstance(value, nx.Graph):
+        return node_link(value)
     if isinstance(value, (str, int, float, bool)) or value is None:
         return value
     if isinstance(value, dict):

@@ -160,6 +160,19 @@ fn normalise(v: &Value) -> Value {
     }
 }
 
+/// The value with every object's keys in order, so that its text does not depend on the
+/// order the code inserted them in.
+fn sorted(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => {
+            let keys: BTreeMap<&String, Value> = m.iter().map(|(k, v)| (k, sorted(v))).collect();
+            Value::Object(keys.into_iter().map(|(k, v)| (k.clone(), v)).collect())
+        }
+        Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
+        other => other.clone(),
+    }
+}
+
 /// `"EK_PORT"` or `["EK_PORT"]` (or any list of strings) as a list of strings.
 fn strings(v: Option<&Value>) -> Vec<String> {
     match v {
@@ -235,15 +248,7 @@ impl Canonical {
         let who = |e: &Entry| format!("{} {}", e.kinds.join("+"), e.name);
         let nodes = entries
             .values()
-            .map(|e| {
-                format!(
-                    "{} {}",
-                    who(e),
-                    Value::Object(
-                        e.attrs.clone().into_iter().collect::<BTreeMap<_, _>>().into_iter().collect()
-                    )
-                )
-            })
+            .map(|e| format!("{} {}", who(e), sorted(&Value::Object(e.attrs.clone()))))
             .collect();
         let edges = links
             .iter()
@@ -388,9 +393,9 @@ mod tests {
     #[test]
     fn representation_details_do_not_matter_but_content_does() {
         let a = json!({"nodes": [{"id": "p", "name": "p", "type": ["EK_PORT"], "physical_capacity_bps": 1000},
-                                 {"id": "s", "name": "s", "type": ["EK_PACKET_SWITCH"], "switch_loc": {"stage": 2}}],
+                                 {"id": "s", "name": "s", "type": ["EK_PACKET_SWITCH"], "switch_loc": {"stage": 2, "slot": 1}}],
                        "links": [{"source": "s", "target": "p", "type": "RK_CONTAINS"}]});
-        let b = json!({"nodes": [{"id": 7, "name": "s", "type": "EK_PACKET_SWITCH", "switch_loc": {"stage": 2.0}},
+        let b = json!({"nodes": [{"id": 7, "name": "s", "switch_loc": {"slot": 1, "stage": 2.0}, "type": "EK_PACKET_SWITCH"},
                                  {"id": "p", "type": "EK_PORT", "physical_capacity_bps": 1000.0}],
                        "edges": [{"source": 7, "target": "p", "type": ["RK_CONTAINS"]}]});
         assert_eq!(Canonical::of(&a), Canonical::of(&b));
