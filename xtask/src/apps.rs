@@ -315,6 +315,7 @@ pub fn mcp_agent(args: &McpAgentArgs) -> Result<Arc<dyn AgentFactory>> {
 #[serde(default)]
 pub struct LlmArgs {
     /// openai, ollama: the model name the server knows (`smollm2-135m`, `gpt-4o`, `qwen2.5:7b`).
+    /// With --prices (openai, ollama, mcp): the row of the price table.
     #[arg(long)]
     pub model: Option<String>,
     /// openai: the API base up to /v1 (default https://api.openai.com/v1); ollama: the server

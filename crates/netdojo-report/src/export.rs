@@ -30,6 +30,7 @@ pub fn jsonl(run: &Run) -> Result<String, ReportError> {
         row.insert("agent".into(), json!(r.agent));
         row.insert("status".into(), json!(r.status));
         row.insert("outcome".into(), json!(outcome(r)));
+        row.insert("class".into(), json!(r.class()));
         row.insert("cause".into(), json!(r.cause));
         row.insert("error".into(), json!(r.error));
         row.insert("end".into(), json!(r.end));
@@ -38,6 +39,18 @@ pub fn jsonl(run: &Run) -> Result<String, ReportError> {
         row.insert("wall_s".into(), json!(r.wall_ms as f64 / 1000.0));
         row.insert("prompt_tokens".into(), json!(r.tokens.prompt_tokens));
         row.insert("completion_tokens".into(), json!(r.tokens.completion_tokens));
+        row.insert("cached_tokens".into(), json!(r.tokens.cached_tokens));
+        let t = &r.timing;
+        for (name, ms) in [
+            ("setup_s", t.setup_ms),
+            ("agent_s", t.agent_ms),
+            ("tools_s", t.tools_ms),
+            ("checks_s", t.checks_ms),
+            ("evaluate_s", t.evaluate_ms),
+            ("close_s", t.close_ms),
+        ] {
+            row.insert(name.into(), json!(ms as f64 / 1000.0));
+        }
         for m in &r.metrics {
             // A metric named like a field (`steps`) holds the same number: the field stays.
             row.entry(m.name.clone()).or_insert_with(|| json!(m.value));
