@@ -186,6 +186,8 @@ pub fn eval(args: EvalArgs) -> Result<ExitCode> {
         None => (args, None),
     };
 
+    // Before any server is contacted: a price or limit that is wrong is one line, at once.
+    let price = price(&args)?;
     let judge = apps::Judge::new(&args.judge, args.llm.base_url.as_deref())?.map(Arc::new);
     let app = apps::app(
         &args.env,
@@ -240,7 +242,7 @@ pub fn eval(args: EvalArgs) -> Result<ExitCode> {
             episode_timeout: Duration::from_secs(args.episode_timeout_s),
             max_tokens: args.max_tokens_per_episode,
             max_cost_usd: args.max_cost_per_episode,
-            price: price(&args)?,
+            price,
             ..Budget::default()
         },
         concurrency: args.concurrency,
