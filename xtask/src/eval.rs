@@ -1,4 +1,4 @@
-//! `cargo xtask eval`, `generate` and `report`.
+//! `cargo xtask eval`, `generate`, `report` and `compare`.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -12,9 +12,10 @@ use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use netdojo::core::runner::{Budget, Progress, Runner};
 use netdojo::core::store::RunDir;
+use netdojo::core::suite::{self, GeneratorInfo, Manifest, TaskHash};
 use netdojo::core::{Filtered, TaskFilter};
 use netdojo::core::{Price, PriceTable};
-use netdojo::score::Summary;
+use netdojo::score::{CompareOptions, Comparison, Summary};
 use netdojo::{EpisodeRecord, GeneratedSuite, MetricValue, StaticSuite, TaskGenerator, TaskSource};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -55,6 +56,11 @@ pub struct EvalArgs {
     #[arg(long = "label", value_name = "LABEL", value_delimiter = ',')]
     #[serde(default)]
     pub labels: Vec<String>,
+    /// Run each task K times (K ≥ 1): pass@K and pass^K per label and overall, intervals
+    /// clustered by task.
+    #[arg(long, value_name = "K", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    #[serde(default = "one_epoch")]
+    pub epochs: u32,
     /// Episodes run in parallel.
     #[arg(long, default_value_t = 4)]
     pub concurrency: usize,
@@ -132,9 +138,16 @@ pub struct GenerateArgs {
     /// dcgraph: a MALT text-protobuf model instead of the generated fabric.
     #[arg(long)]
     pub graph: Option<PathBuf>,
-    /// Output file (JSON lines); `-` for standard output.
+    /// Output file (JSON lines); `-` for standard output. A file gets its manifest beside it
+    /// (`NAME.manifest.json`: suite name and version, generator, seed, count, content hashes).
     #[arg(long)]
     pub out: PathBuf,
+    /// The suite's name in its manifest (default: ENV-sSEED-nQUERIES).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// The suite's version in its manifest.
+    #[arg(long, default_value = "1")]
+    pub suite_version: String,
     /// netconf: do not run each task's ground truth on real FRR before writing it (by default
     /// a task whose oracle fails a testcase is not emitted: the command fails).
     #[arg(long)]
@@ -255,6 +268,7 @@ pub fn eval(args: EvalArgs) -> Result<ExitCode> {
             let config = json!({
                 "cli": args,
                 "source": source.describe(),
+                "suite": fingerprint(&source, args.suite.as_deref())?,
                 "runner": runner.describe(),
                 "netdojo_version": env!("CARGO_PKG_VERSION"),
             });
@@ -264,7 +278,7 @@ pub fn eval(args: EvalArgs) -> Result<ExitCode> {
     };
     eprintln!("run directory: {}", store.path().display());
 
-    let bar = ProgressBar::new(source.len_hint().unwrap_or(0) as u64);
+    let bar = ProgressBar::new(source.len_hint().unwrap_or(0) as u64 * u64::from(args.epochs));
     if args.quiet {
         bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
     }
@@ -286,11 +300,12 @@ pub fn eval(args: EvalArgs) -> Result<ExitCode> {
                 }
             }
         });
-        runner.run(&source, &mut store, &progress, stop_rx).await
+        runner.run_epochs(&source, &mut store, &progress, stop_rx, args.epochs).await
     })?;
     progress.bar.finish_and_clear();
 
     let summary = summarise(&store)?;
+    println!("{}", suite_line(&store.config()?));
     print!("{}", summary.render());
     println!("run directory: {}", store.path().display());
     if stats.interrupted {
@@ -336,19 +351,139 @@ fn default_run_dir(args: &EvalArgs) -> PathBuf {
     PathBuf::from("runs").join(format!("{}-{}-s{}-{now}", args.env, args.agent, args.seed))
 }
 
-/// Summarises the latest record of each task and writes summary.json and summary.txt.
+fn one_epoch() -> u32 {
+    1
+}
+
+/// Summarises the latest record of each episode (task, epoch) and writes summary.json and
+/// summary.txt.
 fn summarise(store: &RunDir) -> Result<Summary> {
-    let latest = store.latest()?;
-    let summary = Summary::from_records(latest.values());
+    let episodes = store.episodes()?;
+    let summary = Summary::from_records(episodes.values());
     store.write_summary(&serde_json::to_value(&summary)?, &summary.render())?;
     Ok(summary)
+}
+
+/// What a run records of its tasks (config.json's `suite`): the content hash of the tasks it
+/// runs (after the filters) and, for a frozen suite, its manifest's name, version and hash. A
+/// suite that no longer matches its manifest is run all the same, with a warning.
+fn fingerprint(source: &Filtered, suite: Option<&Path>) -> Result<serde_json::Value> {
+    let hashes = |tasks: &dyn TaskSource| -> Result<Vec<TaskHash>> {
+        tasks.tasks().map(|t| Ok(TaskHash::of(&t?))).collect()
+    };
+    let run = hashes(source)?;
+    let mut out = json!({ "hash": suite::suite_hash(&run), "tasks": run.len() });
+    let Some(path) = suite else { return Ok(out) };
+    let Some(manifest) = Manifest::find(path).with_context(|| format!("--suite {}", path.display()))? else {
+        return Ok(out);
+    };
+    let whole = if source.filter.is_empty() { run } else { hashes(source.source.as_ref())? };
+    let now = suite::suite_hash(&whole);
+    if now != manifest.hash {
+        eprintln!(
+            "warning: {} has changed since it was frozen: its manifest says {}, its tasks hash to {now}",
+            path.display(),
+            manifest.hash
+        );
+    }
+    out["name"] = json!(manifest.suite);
+    out["version"] = json!(manifest.version);
+    out["manifest_hash"] = json!(manifest.hash);
+    out["frozen"] = json!(now == manifest.hash);
+    Ok(out)
+}
+
+/// `suite: NAME vVERSION, N tasks, sha256:…` from a run's configuration.
+fn suite_line(config: &serde_json::Value) -> String {
+    let s = &config["suite"];
+    let Some(hash) = s["hash"].as_str() else {
+        return "suite: not recorded (a run made before suite hashes)".into();
+    };
+    let short = hash.get(.."sha256:".len() + 16).unwrap_or(hash);
+    let mut line = "suite: ".to_string();
+    if let (Some(name), Some(version)) = (s["name"].as_str(), s["version"].as_str()) {
+        line.push_str(&format!("{name} v{version}, "));
+    }
+    line.push_str(&format!("{} tasks, {short}", s["tasks"]));
+    match s["frozen"].as_bool() {
+        Some(true) => {}
+        Some(false) => line.push_str(" (changed since it was frozen)"),
+        None => line.push_str(" (not a frozen suite)"),
+    }
+    if let Some(k) = config["cli"]["epochs"].as_u64().filter(|k| *k > 1) {
+        line.push_str(&format!("; {k} epochs"));
+    }
+    line
 }
 
 pub fn report(dir: &Path) -> Result<()> {
     // inspect, not open: a report on a run still in progress must not cut its last line.
     let store = RunDir::inspect(dir).with_context(|| format!("report {}", dir.display()))?;
     let summary = summarise(&store)?;
+    println!("{}", suite_line(&store.config()?));
     print!("{}", summary.render());
+    Ok(())
+}
+
+/// `cargo xtask compare`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct CompareArgs {
+    /// The baseline run directory.
+    pub run_a: PathBuf,
+    /// The run compared with it: differences are B - A.
+    pub run_b: PathBuf,
+    /// Compare runs whose suites differ (by content hash), pairing the episodes whose task ids
+    /// match.
+    #[arg(long)]
+    pub allow_different_suites: bool,
+    /// Bootstrap resamples and randomisation draws.
+    #[arg(long, default_value_t = 10_000)]
+    pub resamples: usize,
+    /// Seed of the bootstrap and the randomisation test.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Also write the comparison as JSON (every flipped episode included) to this file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}
+
+pub fn compare(args: &CompareArgs) -> Result<()> {
+    let open = |dir: &Path| RunDir::inspect(dir).with_context(|| format!("compare {}", dir.display()));
+    let (a, b) = (open(&args.run_a)?, open(&args.run_b)?);
+    let (config_a, config_b) = (a.config()?, b.config()?);
+    println!("A: {}\n   {}", args.run_a.display(), suite_line(&config_a));
+    println!("B: {}\n   {}", args.run_b.display(), suite_line(&config_b));
+    match (config_a["suite"]["hash"].as_str(), config_b["suite"]["hash"].as_str()) {
+        (Some(ha), Some(hb)) if ha != hb => {
+            if !args.allow_different_suites {
+                bail!(
+                    "the runs ran different suites ({ha} and {hb}): their differences would mix the \
+                     agents' with the tasks'; --allow-different-suites pairs the tasks whose ids match"
+                );
+            }
+            eprintln!("warning: the runs ran different suites; pairing the tasks whose ids match");
+        }
+        (Some(_), Some(_)) => {}
+        _ => eprintln!("warning: a run records no suite hash: cannot tell whether the suites are the same"),
+    }
+    let epochs = |c: &serde_json::Value| c["cli"]["epochs"].as_u64().unwrap_or(1);
+    if epochs(&config_a) != epochs(&config_b) {
+        eprintln!(
+            "warning: the runs have {} and {} epochs: only the epochs both ran are paired",
+            epochs(&config_a),
+            epochs(&config_b)
+        );
+    }
+    let options = CompareOptions { resamples: args.resamples, seed: args.seed };
+    let comparison = Comparison::paired(&a.episodes()?, &b.episodes()?, options);
+    if comparison.pairs == 0 {
+        bail!("no episode completed in both runs: nothing to pair");
+    }
+    print!("{}", comparison.render());
+    if let Some(path) = &args.json {
+        let text = serde_json::to_string_pretty(&comparison)?;
+        std::fs::write(path, text).with_context(|| format!("--json {}", path.display()))?;
+    }
     Ok(())
 }
 
@@ -364,6 +499,7 @@ pub fn generate(args: GenerateArgs) -> Result<()> {
         Box::new(file)
     };
     let mut out = BufWriter::new(out);
+    let mut hashes = Vec::new();
     // Tasks whose ground truth is checked on a live network before they are written: the
     // oracle plays it and every testcase must pass (no scorer needed for that).
     let validator = if args.env == "netconf" && !args.no_validate {
@@ -398,7 +534,28 @@ pub fn generate(args: GenerateArgs) -> Result<()> {
         }
         serde_json::to_writer(&mut out, &task)?;
         out.write_all(b"\n")?;
+        hashes.push(TaskHash::of(&task));
     }
     out.flush().with_context(|| format!("writing {}", args.out.display()))?;
+    if args.out.as_os_str() != "-" {
+        let manifest = Manifest {
+            suite: args
+                .name
+                .clone()
+                .unwrap_or_else(|| format!("{}-s{}-n{}", args.env, args.seed, args.queries)),
+            version: args.suite_version.clone(),
+            generator: GeneratorInfo {
+                name: app.generator.name().to_string(),
+                version: env!("CARGO_PKG_VERSION").to_string(),
+                params: app.generator.params(),
+            },
+            seed: args.seed,
+            count: hashes.len(),
+            hash: suite::suite_hash(&hashes),
+            tasks: hashes,
+        };
+        let path = suite::manifest_path(&args.out);
+        manifest.write(&path).with_context(|| format!("writing the manifest {}", path.display()))?;
+    }
     Ok(())
 }

@@ -5,6 +5,7 @@
 //! - `report`: summarise run directories again; `--html OUT` writes the static report.
 //! - `view`: serve the report of run directories on 127.0.0.1.
 //! - `export`: a run as an inspect_ai eval log or JSON lines.
+//! - `compare`: is run B better than run A? Paired differences on the tasks both ran.
 //! - `bench`: measure against the targets the issues set.
 
 mod apps;
@@ -62,6 +63,9 @@ enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// Compare two runs of the same suite episode by episode: differences B - A with paired
+    /// 95% intervals, p-values and the tasks that flipped.
+    Compare(eval::CompareArgs),
     /// Measure performance against the project's targets.
     Bench(bench::BenchArgs),
     /// Serve a task's devices over MCP (draft 002) to an external agent, and score its episode.
@@ -100,6 +104,7 @@ fn main() -> ExitCode {
         Command::Export { dir, format, out } => {
             report::export(&dir, format, out.as_deref()).map(|()| ExitCode::SUCCESS)
         }
+        Command::Compare(args) => eval::compare(&args).map(|()| ExitCode::SUCCESS),
         Command::Bench(args) => bench::bench(args).map(|()| ExitCode::SUCCESS),
         Command::Mcp(command) => mcp::run(command).map(|()| ExitCode::SUCCESS),
         Command::FetchModel { dir } => model::fetch(dir.as_deref()).map(|()| ExitCode::SUCCESS),

@@ -97,4 +97,11 @@ pub trait AgentFactory: Send + Sync {
         Value::Null
     }
     fn create(&self, task: &Task) -> Result<Box<dyn Agent>, AgentError>;
+    /// The agent for attempt `epoch` at a task (`eval --epochs`, epoch 0 first). An agent
+    /// with randomness of its own draws it anew for each epoch, so that its attempts differ;
+    /// by default the agent of [`AgentFactory::create`].
+    fn create_for_epoch(&self, task: &Task, epoch: u32) -> Result<Box<dyn Agent>, AgentError> {
+        let _ = epoch;
+        self.create(task)
+    }
 }

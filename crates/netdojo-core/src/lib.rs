@@ -15,6 +15,7 @@ pub mod price;
 pub mod runner;
 pub mod schema;
 pub mod store;
+pub mod suite;
 pub mod task;
 pub mod testcase;
 pub mod tool;

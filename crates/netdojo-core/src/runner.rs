@@ -3,9 +3,10 @@
 //! An episode: build the environment → reset → initial state check → agent turns under a step
 //! budget, a time limit and optional token and cost limits, each call validated against its
 //! tool's schema, executed, and followed by a state check → evaluate (export + goal checks) →
-//! close → scorers. The wall time of each part is recorded ([`Timing`]). A run: episodes
-//! in parallel (`concurrency`), each committed to the [`RunDir`] as it finishes, skipping tasks
-//! that a previous attempt of the same run completed.
+//! close → scorers. The wall time of each part is recorded ([`Timing`]). A run: episodes in
+//! parallel (`concurrency`), each committed to the [`RunDir`] as it finishes, skipping
+//! episodes that a previous attempt of the same run completed. With epochs, each task runs
+//! several times: an episode is a (task, epoch), all tasks' epoch 0 first, then epoch 1...
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
@@ -155,28 +156,44 @@ impl Runner {
         source: &dyn TaskSource,
         store: &mut RunDir,
         progress: &dyn Progress,
-        mut stop: watch::Receiver<bool>,
+        stop: watch::Receiver<bool>,
     ) -> Result<RunStats, RunError> {
-        let done: HashSet<String> = store.completed()?;
-        progress.started(source.len_hint(), done.len());
+        self.run_epochs(source, store, progress, stop, 1).await
+    }
+
+    /// [`Runner::run`], each task `epochs` times (at least once): the episodes (task, epoch)
+    /// that `store` has not completed yet, epoch by epoch, so that a run stopped early has
+    /// whole epochs rather than some tasks K times and others never.
+    pub async fn run_epochs(
+        &self,
+        source: &dyn TaskSource,
+        store: &mut RunDir,
+        progress: &dyn Progress,
+        mut stop: watch::Receiver<bool>,
+        epochs: u32,
+    ) -> Result<RunStats, RunError> {
+        let epochs = epochs.max(1);
+        let done: HashSet<(String, u32)> = store.completed()?;
+        let already = done.iter().filter(|(_, e)| *e < epochs).count();
+        progress.started(source.len_hint().map(|n| n * epochs as usize), already);
         let mut stats = RunStats::default();
         let mut in_flight: JoinSet<(EpisodeRecord, Trajectory)> = JoinSet::new();
-        let mut meta: HashMap<tokio::task::Id, Task> = HashMap::new();
-        let mut tasks = source.tasks();
+        let mut meta: HashMap<tokio::task::Id, (Task, u32)> = HashMap::new();
+        let mut episodes = (0..epochs).flat_map(|epoch| source.tasks().map(move |task| (task, epoch)));
         let concurrency = self.concurrency.max(1);
 
         loop {
             while in_flight.len() < concurrency && !*stop.borrow() {
-                let Some(task) = tasks.next() else { break };
+                let Some((task, epoch)) = episodes.next() else { break };
                 let task = task?;
-                if done.contains(&task.id) {
+                if done.contains(&(task.id.clone(), epoch)) {
                     stats.skipped += 1;
                     continue;
                 }
                 let runner = self.clone();
                 let owned = task.clone();
-                let handle = in_flight.spawn(async move { runner.run_episode(&owned).await });
-                meta.insert(handle.id(), task);
+                let handle = in_flight.spawn(async move { runner.run_attempt(&owned, epoch).await });
+                meta.insert(handle.id(), (task, epoch));
             }
             if in_flight.is_empty() {
                 break;
@@ -193,10 +210,12 @@ impl Runner {
                 }
                 Err(join_error) => {
                     let task = meta.remove(&join_error.id());
-                    let Some(task) = task else { continue };
+                    let Some((task, epoch)) = task else { continue };
                     let message = format!("episode panicked: {join_error}");
-                    tracing::error!(task = %task.id, "{message}");
-                    panicked(&task, self.agent.name(), message)
+                    tracing::error!(task = %task.id, epoch, "{message}");
+                    let (mut record, trajectory) = panicked(&task, self.agent.name(), message);
+                    record.epoch = epoch;
+                    (record, trajectory)
                 }
             };
             match record.status {
@@ -206,19 +225,25 @@ impl Runner {
             store.append(&record, &trajectory)?;
             progress.finished(&record);
         }
-        stats.interrupted = *stop.borrow() && tasks.next().is_some();
+        stats.interrupted = *stop.borrow() && episodes.next().is_some();
         Ok(stats)
     }
 
     /// Runs one episode from start to scores. Never fails: what goes wrong is in the record,
     /// and the steps made before it went wrong stay in the trajectory.
     pub async fn run_episode(&self, task: &Task) -> (EpisodeRecord, Trajectory) {
+        self.run_attempt(task, 0).await
+    }
+
+    /// [`Runner::run_episode`] as attempt `epoch` at the task: the agent is made for that
+    /// epoch ([`AgentFactory::create_for_epoch`]) and the record says which it was.
+    pub async fn run_attempt(&self, task: &Task, epoch: u32) -> (EpisodeRecord, Trajectory) {
         let started = Instant::now();
         let mut trajectory = Trajectory::new(&task.id, self.agent.name());
         let created = timed(&mut trajectory.timing.setup_ms, self.env.create(task)).await;
         let result = match created {
             Ok(mut env) => {
-                let result = self.drive(task, env.as_mut(), started, &mut trajectory).await;
+                let result = self.drive(task, epoch, env.as_mut(), started, &mut trajectory).await;
                 if let Err(e) = timed(&mut trajectory.timing.close_ms, env.close()).await {
                     tracing::warn!(task = %task.id, "closing the environment failed: {e}");
                 }
@@ -228,6 +253,7 @@ impl Runner {
         };
         trajectory.wall_ms = ms(started);
         let mut record = record_of(task, &trajectory);
+        record.epoch = epoch;
         match result {
             Ok(()) => record.metrics = self.scorers.iter().flat_map(|s| s.score(task, &trajectory)).collect(),
             Err((cause, message)) => {
@@ -251,6 +277,7 @@ impl Runner {
     async fn drive(
         &self,
         task: &Task,
+        epoch: u32,
         env: &mut dyn Environment,
         started: Instant,
         trajectory: &mut Trajectory,
@@ -264,8 +291,8 @@ impl Runner {
         let schemas: HashMap<String, Value> =
             tools.iter().map(|t| (t.name.clone(), t.parameters.clone())).collect();
 
-        let mut agent =
-            timed_sync(&mut timing.agent_ms, || self.agent.create(task)).map_err(agent_failure)?;
+        let mut agent = timed_sync(&mut timing.agent_ms, || self.agent.create_for_epoch(task, epoch))
+            .map_err(agent_failure)?;
         trajectory.initial_check = timed(&mut timing.checks_ms, env.check()).await.map_err(env_failure)?;
         let episode =
             EpisodeStart { task, brief: &trajectory.brief, tools: &tools, max_steps: self.budget.max_steps };
@@ -392,6 +419,7 @@ fn ms(since: Instant) -> u64 {
 fn record_of(task: &Task, trajectory: &Trajectory) -> EpisodeRecord {
     EpisodeRecord {
         task_id: task.id.clone(),
+        epoch: 0,
         application: task.application.clone(),
         level: task.level,
         label: task.label.clone(),

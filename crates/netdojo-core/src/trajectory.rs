@@ -258,6 +258,10 @@ impl std::fmt::Display for EpisodeClass {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EpisodeRecord {
     pub task_id: String,
+    /// Which attempt at the task this is (`eval --epochs K`: 0 to K-1). An episode is a
+    /// (task, epoch); records written before epochs existed are epoch 0.
+    #[serde(default)]
+    pub epoch: u32,
     pub application: String,
     pub level: u8,
     pub label: String,

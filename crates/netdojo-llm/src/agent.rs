@@ -86,6 +86,14 @@ impl AgentFactory for LlmAgentFactory {
         self.model.agent()
     }
 
+    /// A seeded model samples with another seed in each epoch ([`ChatModel::for_epoch`]).
+    fn create_for_epoch(&self, task: &Task, epoch: u32) -> Result<Box<dyn Agent>, AgentError> {
+        match self.model.for_epoch(epoch) {
+            Some(model) if epoch > 0 => Self { model, ..self.clone() }.create(task),
+            _ => self.create(task),
+        }
+    }
+
     fn config(&self) -> Value {
         json!({
             "model": self.model.config(),

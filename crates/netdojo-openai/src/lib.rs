@@ -85,7 +85,7 @@ impl OpenAiConfig {
 }
 
 /// The chat-completions wire format over HTTP.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct OpenAiChat {
     config: OpenAiConfig,
     url: String,
@@ -331,6 +331,13 @@ impl ChatModel for OpenAiChat {
         body
     }
 
+    fn for_epoch(&self, epoch: u32) -> Option<std::sync::Arc<dyn ChatModel>> {
+        let seed = self.config.sampling.seed?;
+        let mut model = self.clone();
+        model.config.sampling.seed = Some(netdojo_core::task::epoch_seed(seed, epoch));
+        Some(std::sync::Arc::new(model))
+    }
+
     async fn send(&self, body: &Value) -> Result<Exchange, ChatError> {
         let request = self.authorize(self.client.post(&self.url).header("content-type", "application/json"));
         let response =
@@ -366,6 +373,25 @@ pub fn factory(config: OpenAiConfig, settings: Settings) -> Result<LlmAgentFacto
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_epoch_after_the_first_samples_with_its_own_seed() {
+        let mut config = OpenAiConfig::new("http://127.0.0.1:9/v1", "m");
+        config.sampling.seed = Some(5);
+        let chat = OpenAiChat::with_key(config.clone(), None).expect("chat");
+        let seed = |m: &dyn ChatModel| m.request(&[], None)["seed"].clone();
+        assert_eq!(seed(&chat), json!(5));
+        assert_eq!(seed(chat.for_epoch(0).expect("seeded").as_ref()), json!(5), "epoch 0 as without epochs");
+        let (one, two) = (chat.for_epoch(1).expect("seeded"), chat.for_epoch(2).expect("seeded"));
+        assert_ne!(seed(one.as_ref()), json!(5));
+        assert_ne!(seed(one.as_ref()), seed(two.as_ref()));
+        assert_eq!(seed(one.as_ref()), seed(chat.for_epoch(1).expect("seeded").as_ref()), "reproducible");
+        config.sampling.seed = None;
+        assert!(
+            OpenAiChat::with_key(config, None).expect("chat").for_epoch(1).is_none(),
+            "no seed, no change"
+        );
+    }
 
     #[test]
     fn replies_with_calls_bad_arguments_and_usage_are_read() {

@@ -23,6 +23,7 @@ pub fn jsonl(run: &Run) -> Result<String, ReportError> {
         let mut row = Map::new();
         row.insert("run".into(), json!(run.name));
         row.insert("task_id".into(), json!(r.task_id));
+        row.insert("epoch".into(), json!(r.epoch));
         row.insert("application".into(), json!(r.application));
         row.insert("level".into(), json!(r.level));
         row.insert("label".into(), json!(r.label));
@@ -154,7 +155,7 @@ pub fn inspect_log(run: &Run) -> Result<Value, ReportError> {
     let mut samples = Vec::new();
     let (mut prompt, mut completion) = (0u64, 0u64);
     for r in &run.records {
-        let trajectory = run.trajectory(&r.task_id).ok();
+        let trajectory = run.trajectory(r).ok();
         prompt += r.tokens.prompt_tokens;
         completion += r.tokens.completion_tokens;
         samples.push(sample(r, trajectory.as_ref(), &model));
@@ -167,6 +168,11 @@ pub fn inspect_log(run: &Run) -> Result<Value, ReportError> {
         );
     }
     let id = word(&run.name);
+    // A sample is a task; with `--epochs K` each is run K times (inspect's epochs).
+    let mut sample_ids: Vec<String> = run.records.iter().map(|r| r.task_id.clone()).collect();
+    sample_ids.sort();
+    sample_ids.dedup();
+    let epochs = run.records.iter().map(|r| r.epoch + 1).max().unwrap_or(1);
     Ok(json!({
         "version": 2,
         "status": "success",
@@ -179,11 +185,11 @@ pub fn inspect_log(run: &Run) -> Result<Value, ReportError> {
             "task_version": 0,
             "dataset": {
                 "name": env,
-                "samples": run.records.len(),
-                "sample_ids": run.records.iter().map(|r| r.task_id.clone()).collect::<Vec<_>>(),
+                "samples": sample_ids.len(),
+                "sample_ids": sample_ids,
             },
             "model": model,
-            "config": {},
+            "config": {"epochs": epochs},
             "metadata": {"netdojo_config": run.config},
         },
         "plan": {"name": "plan", "steps": [{"solver": run.agent(), "params": {}}]},
@@ -270,7 +276,8 @@ fn sample(r: &EpisodeRecord, t: Option<&Trajectory>, model: &str) -> Value {
 
     let mut s = json!({
         "id": r.task_id,
-        "epoch": 1,
+        // inspect_ai counts epochs from 1.
+        "epoch": r.epoch + 1,
         "input": brief,
         "target": "",
         "messages": messages,

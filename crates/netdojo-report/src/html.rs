@@ -62,10 +62,22 @@ fn pct(r: &Rate) -> String {
     )
 }
 
+/// An episode as people read it: its task, and its epoch when the run has several.
+fn episode_name(record: &EpisodeRecord) -> String {
+    match record.epoch {
+        0 => record.task_id.clone(),
+        e => format!("{} (epoch {e})", record.task_id),
+    }
+}
+
 /// The page's path for an episode, relative to the report's root, and its link from there
-/// (a `%` of the file name is a literal in the link).
-fn episode_path(run: usize, task_id: &str) -> (String, String) {
-    let stem = file_stem(task_id);
+/// (a `%` of the file name is a literal in the link); an epoch after the first is `ID~E`, as
+/// its trajectory's file.
+fn episode_path(run: usize, task_id: &str, epoch: u32) -> (String, String) {
+    let stem = match epoch {
+        0 => file_stem(task_id),
+        e => format!("{}~{e}", file_stem(task_id)),
+    };
     (format!("r{run}/{stem}.html"), format!("r{run}/{}.html", stem.replace('%', "%25")))
 }
 
@@ -146,8 +158,8 @@ pub fn render(runs: &[Run]) -> Result<Site, ReportError> {
     let mut list = Vec::new();
     for (i, run) in runs.iter().enumerate() {
         for record in &run.records {
-            let trajectory = run.trajectory(&record.task_id).ok();
-            let (path, href) = episode_path(i, &record.task_id);
+            let trajectory = run.trajectory(record).ok();
+            let (path, href) = episode_path(i, &record.task_id, record.epoch);
             let html = episode_page(run, record, trajectory.as_ref());
             site.files.insert(path, html.into_bytes());
             list.push(ListRow {
@@ -559,7 +571,7 @@ fn episode_list(b: &mut String, runs: &[Run], list: &[ListRow<'_>]) {
             b,
             "<td><a href=\"{href}\">{id}</a></td><td class=\"num\">{level}</td><td>{label}</td><td>{domain}</td><td>{agent}</td><td>{outcome}</td><td>{safe}</td><td class=\"num\">{steps}</td><td class=\"num\">{wall:.2}</td><td class=\"num\">{tokens}</td></tr>",
             href = esc(&row.href),
-            id = esc(&r.task_id),
+            id = esc(&episode_name(r)),
             level = r.level,
             label = esc(&r.label),
             domain = esc(r.domain.as_deref().unwrap_or("")),
@@ -582,7 +594,7 @@ fn episode_page(run: &Run, record: &EpisodeRecord, trajectory: Option<&Trajector
     let _ = write!(
         b,
         "<p><a href=\"../index.html#episodes-list\">← all episodes</a></p><h1>{id}</h1><p class=\"muted\">run {run} · {app} · level {level} · label {label}{domain} · agent {agent}</p>",
-        id = esc(&record.task_id),
+        id = esc(&episode_name(record)),
         run = esc(&run.name),
         app = esc(&record.application),
         level = record.level,

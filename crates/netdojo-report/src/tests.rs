@@ -28,6 +28,7 @@ struct Episode {
 fn record(e: &Episode) -> EpisodeRecord {
     EpisodeRecord {
         task_id: e.id.into(),
+        epoch: 0,
         application: "dcgraph".into(),
         level: e.level,
         label: e.label.into(),

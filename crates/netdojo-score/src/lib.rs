@@ -3,12 +3,15 @@
 //! The scorers turn an episode's [`Trajectory`] into metrics, as NetPress defines them (seed
 //! 003 §3.3): correctness (the final state or answer equals the goal), safety (every state
 //! reached satisfies the task's constraints) and latency (steps and wall time). [`stats`]
-//! aggregates records into rates with 95% confidence intervals, per level and label.
+//! aggregates records into rates with 95% confidence intervals, per level and label;
+//! [`compare`] pairs two runs' episodes to say whether B does better than A.
 
+pub mod compare;
 pub mod stats;
 
 use netdojo_core::{Metric, Scorer, Task, Trajectory};
 
+pub use compare::{CompareOptions, Comparison};
 pub use stats::{Proportion, Summary, SummaryRow};
 
 /// `correct`: every goal check of the final evaluation passed (`I(ŝ ≡ s*)`).
