@@ -240,11 +240,11 @@ impl Runner {
     pub async fn run_attempt(&self, task: &Task, epoch: u32) -> (EpisodeRecord, Trajectory) {
         let started = Instant::now();
         let mut trajectory = Trajectory::new(&task.id, self.agent.name());
-        let created = timed(&mut trajectory.timing.setup_ms, self.env.create(task)).await;
+        let created = timed(&mut trajectory.timing.setup_us, self.env.create(task)).await;
         let result = match created {
             Ok(mut env) => {
                 let result = self.drive(task, epoch, env.as_mut(), started, &mut trajectory).await;
-                if let Err(e) = timed(&mut trajectory.timing.close_ms, env.close()).await {
+                if let Err(e) = timed(&mut trajectory.timing.close_us, env.close()).await {
                     tracing::warn!(task = %task.id, "closing the environment failed: {e}");
                 }
                 result
@@ -283,7 +283,7 @@ impl Runner {
         trajectory: &mut Trajectory,
     ) -> Result<(), Failure> {
         let timing: &mut Timing = &mut trajectory.timing;
-        trajectory.brief = timed(&mut timing.setup_ms, env.reset(task)).await.map_err(env_failure)?;
+        trajectory.brief = timed(&mut timing.setup_us, env.reset(task)).await.map_err(env_failure)?;
         // The time limit is the agent's: it starts once the environment is ready.
         let deadline = Instant::now() + self.budget.episode_timeout;
         let mut tools: Vec<ToolSpec> = env.tools();
@@ -291,12 +291,12 @@ impl Runner {
         let schemas: HashMap<String, Value> =
             tools.iter().map(|t| (t.name.clone(), t.parameters.clone())).collect();
 
-        let mut agent = timed_sync(&mut timing.agent_ms, || self.agent.create_for_epoch(task, epoch))
+        let mut agent = timed_sync(&mut timing.agent_us, || self.agent.create_for_epoch(task, epoch))
             .map_err(agent_failure)?;
-        trajectory.initial_check = timed(&mut timing.checks_ms, env.check()).await.map_err(env_failure)?;
+        trajectory.initial_check = timed(&mut timing.checks_us, env.check()).await.map_err(env_failure)?;
         let episode =
             EpisodeStart { task, brief: &trajectory.brief, tools: &tools, max_steps: self.budget.max_steps };
-        timed(&mut timing.agent_ms, agent.start(&episode)).await.map_err(agent_failure)?;
+        timed(&mut timing.agent_us, agent.start(&episode)).await.map_err(agent_failure)?;
 
         let mut feedback: Vec<Observation> = Vec::new();
         let mut turn_index = 0;
@@ -306,7 +306,7 @@ impl Runner {
                 break EndReason::StepBudget;
             }
             let turn: AgentTurn =
-                match timed(&mut timing.agent_ms, timeout_at(deadline, agent.step(&feedback))).await {
+                match timed(&mut timing.agent_us, timeout_at(deadline, agent.step(&feedback))).await {
                     Err(_) => break EndReason::TimeBudget,
                     Ok(Err(AgentError::Protocol { message, .. })) => {
                         // The agent answered, but not a turn: its failure, scored as one.
@@ -351,7 +351,7 @@ impl Runner {
                     }
                     Some(schema) => match schema::validate(schema, &call.arguments) {
                         Err(msg) => (Observation::error(&call, format!("tool `{}`: {msg}", call.name)), true),
-                        Ok(()) => match timed(&mut timing.tools_ms, timeout_at(deadline, env.execute(&call)))
+                        Ok(()) => match timed(&mut timing.tools_us, timeout_at(deadline, env.execute(&call)))
                             .await
                         {
                             Err(_) => break 'episode EndReason::TimeBudget,
@@ -361,7 +361,7 @@ impl Runner {
                     },
                 };
                 let check: StateCheck =
-                    timed(&mut timing.checks_ms, env.check()).await.map_err(env_failure)?;
+                    timed(&mut timing.checks_us, env.check()).await.map_err(env_failure)?;
                 steps.push(Step {
                     index: steps.len(),
                     turn: turn_index,
@@ -382,7 +382,7 @@ impl Runner {
 
         let eval_deadline = Instant::now() + self.budget.evaluate_timeout;
         let evaluated = timed(
-            &mut timing.evaluate_ms,
+            &mut timing.evaluate_us,
             timeout_at(eval_deadline, env.evaluate(task, trajectory.answer.as_ref())),
         )
         .await;
@@ -396,18 +396,19 @@ impl Runner {
     }
 }
 
-/// Awaits `work`, adding the time it took to `slot`.
+/// Awaits `work`, adding the microseconds it took to `slot` (microseconds: parts of a
+/// millisecond, added up over an episode's steps, are not lost).
 async fn timed<T>(slot: &mut u64, work: impl Future<Output = T>) -> T {
     let start = Instant::now();
     let out = work.await;
-    *slot += ms(start);
+    *slot += start.elapsed().as_micros() as u64;
     out
 }
 
 fn timed_sync<T>(slot: &mut u64, work: impl FnOnce() -> T) -> T {
     let start = Instant::now();
     let out = work();
-    *slot += ms(start);
+    *slot += start.elapsed().as_micros() as u64;
     out
 }
 

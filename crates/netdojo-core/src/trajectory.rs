@@ -53,28 +53,28 @@ pub enum EndReason {
     Error,
 }
 
-/// Where an episode's wall time went, in milliseconds. `wall_ms` minus their sum is the
+/// Where an episode's wall time went, in microseconds. `wall_ms` minus their sum is the
 /// runner's own work (schema validation, records).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Timing {
     /// Building the environment and resetting it to the task (`create` + `reset`).
-    pub setup_ms: u64,
+    pub setup_us: u64,
     /// The agent: creating it, starting it, and its turns (model calls, retries included).
-    pub agent_ms: u64,
+    pub agent_us: u64,
     /// Tool calls executed by the environment.
-    pub tools_ms: u64,
+    pub tools_us: u64,
     /// State checks: the initial one and the one after each step.
-    pub checks_ms: u64,
+    pub checks_us: u64,
     /// The final evaluation (export and goal checks).
-    pub evaluate_ms: u64,
+    pub evaluate_us: u64,
     /// Closing the environment (tearing down what setup built).
-    pub close_ms: u64,
+    pub close_us: u64,
 }
 
 impl Timing {
-    pub fn sum_ms(&self) -> u64 {
-        self.setup_ms + self.agent_ms + self.tools_ms + self.checks_ms + self.evaluate_ms + self.close_ms
+    pub fn sum_us(&self) -> u64 {
+        self.setup_us + self.agent_us + self.tools_us + self.checks_us + self.evaluate_us + self.close_us
     }
 }
 

@@ -42,15 +42,15 @@ pub fn jsonl(run: &Run) -> Result<String, ReportError> {
         row.insert("completion_tokens".into(), json!(r.tokens.completion_tokens));
         row.insert("cached_tokens".into(), json!(r.tokens.cached_tokens));
         let t = &r.timing;
-        for (name, ms) in [
-            ("setup_s", t.setup_ms),
-            ("agent_s", t.agent_ms),
-            ("tools_s", t.tools_ms),
-            ("checks_s", t.checks_ms),
-            ("evaluate_s", t.evaluate_ms),
-            ("close_s", t.close_ms),
+        for (name, us) in [
+            ("setup_s", t.setup_us),
+            ("agent_s", t.agent_us),
+            ("tools_s", t.tools_us),
+            ("checks_s", t.checks_us),
+            ("evaluate_s", t.evaluate_us),
+            ("close_s", t.close_us),
         ] {
-            row.insert(name.into(), json!(ms as f64 / 1000.0));
+            row.insert(name.into(), json!(us as f64 / 1e6));
         }
         for m in &r.metrics {
             // A metric named like a field (`steps`) holds the same number: the field stays.

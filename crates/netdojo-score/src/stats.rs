@@ -188,7 +188,7 @@ pub struct Amounts {
 
 impl Spent {
     fn of(records: &[&EpisodeRecord]) -> Self {
-        let s = |ms: u64| ms as f64 / 1000.0;
+        let s = |us: u64| us as f64 / 1e6;
         let mut sum = Amounts::default();
         let mut priced = 0usize;
         for r in records {
@@ -199,13 +199,13 @@ impl Spent {
                 sum.cost_usd = Some(sum.cost_usd.unwrap_or(0.0) + cost.as_f64());
                 priced += 1;
             }
-            sum.wall_s += s(r.wall_ms);
-            sum.setup_s += s(r.timing.setup_ms);
-            sum.agent_s += s(r.timing.agent_ms);
-            sum.tools_s += s(r.timing.tools_ms);
-            sum.checks_s += s(r.timing.checks_ms);
-            sum.evaluate_s += s(r.timing.evaluate_ms);
-            sum.close_s += s(r.timing.close_ms);
+            sum.wall_s += r.wall_ms as f64 / 1000.0;
+            sum.setup_s += s(r.timing.setup_us);
+            sum.agent_s += s(r.timing.agent_us);
+            sum.tools_s += s(r.timing.tools_us);
+            sum.checks_s += s(r.timing.checks_us);
+            sum.evaluate_s += s(r.timing.evaluate_us);
+            sum.close_s += s(r.timing.close_us);
         }
         let n = records.len().max(1) as f64;
         let mean = Amounts {
@@ -763,9 +763,15 @@ mod tests {
                 completion_tokens: prompt / 10,
                 cached_tokens: prompt / 2,
             };
-            r.timing =
-                Timing { setup_ms: 100, agent_ms, tools_ms: 20, checks_ms: 10, evaluate_ms: 5, close_ms: 1 };
-            r.wall_ms = r.timing.sum_ms() + 4;
+            r.timing = Timing {
+                setup_us: 100_000,
+                agent_us: agent_ms * 1000,
+                tools_us: 20_000,
+                checks_us: 10_000,
+                evaluate_us: 5_000,
+                close_us: 1_000,
+            };
+            r.wall_ms = r.timing.sum_us() / 1000 + 4;
             r.metrics.push(Metric::value("cost_usd", cost));
             r
         };

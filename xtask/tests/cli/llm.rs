@@ -315,7 +315,7 @@ fn a_priced_run_records_each_episode_s_cost_and_a_token_limit_ends_it() {
     for r in &records {
         assert_eq!(r.class(), EpisodeClass::TokenBudget, "{r:?}");
         assert_eq!(r.steps, 0, "the turn past the limit is not played: {r:?}");
-        assert!(r.tokens.prompt_tokens > 0 && r.timing.agent_ms > 0, "{r:?}");
+        assert!(r.tokens.prompt_tokens > 0 && r.timing.agent_us > 0, "{r:?}");
         let expected = (r.tokens.prompt_tokens + 2 * r.tokens.completion_tokens) as f64 / 1e6;
         let cost = r.metric("cost_usd").map(MetricValue::as_f64).expect("a cost");
         assert!((cost - expected).abs() < 1e-12, "{cost} != {expected}: {r:?}");
