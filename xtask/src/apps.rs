@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use netdojo::config::CommandScore;
-use netdojo::dcgraph::{DcGraphFactory, GraphSource, QueryGenerator};
+use netdojo::dcgraph::{DcGraphFactory, GraphSource, QueryGenerator, Targets};
 use netdojo::linux::routing::{RoutingFactory, RoutingGenerator};
 use netdojo::llm::{
     ChatModel, CommandReference, LlmAgentFactory, Lookup, RetryPolicy, Sampling, Settings, Strategy, ToolMode,
@@ -116,6 +116,8 @@ impl netdojo::netconf::Condenser for Judge {
 pub struct EnvOptions {
     /// dcgraph: a MALT text-protobuf model to use instead of the generated fabric.
     pub graph: Option<PathBuf>,
+    /// dcgraph: how queries pick their node (`netpress`, `uniform`; empty: `netpress`).
+    pub targets: String,
     /// gns3: the GNS3 controller (`http://127.0.0.1:3080`).
     pub gns3_url: Option<String>,
     /// gns3: a node mapping file (`{"R1": {"template": "c7200"}}`) over the tasks' own.
@@ -133,7 +135,12 @@ pub fn app(name: &str, options: &EnvOptions) -> Result<App> {
             };
             let factory = DcGraphFactory::new(source.clone())
                 .with_context(|| format!("environment `dcgraph`: loading the graph ({source:?})"))?;
-            let generator = QueryGenerator::new(factory.graph().clone(), source);
+            let targets = match options.targets.as_str() {
+                "" => Targets::default(),
+                name => Targets::from_name(name)
+                    .with_context(|| format!("--targets {name}: expected netpress or uniform"))?,
+            };
+            let generator = QueryGenerator::new(factory.graph().clone(), source).with_targets(targets);
             Ok(App {
                 factory: Arc::new(factory),
                 generator: Arc::new(generator),

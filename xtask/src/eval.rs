@@ -1,5 +1,6 @@
 //! `cargo xtask eval`, `generate`, `report` and `compare`.
 
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -16,7 +17,7 @@ use netdojo::core::suite::{self, GeneratorInfo, Manifest, TaskHash};
 use netdojo::core::{Filtered, TaskFilter};
 use netdojo::core::{Price, PriceTable};
 use netdojo::score::{CompareOptions, Comparison, Summary};
-use netdojo::{EpisodeRecord, GeneratedSuite, MetricValue, StaticSuite, TaskGenerator, TaskSource};
+use netdojo::{EpisodeRecord, GeneratedSuite, MetricValue, StaticSuite, TaskGenerator, TaskKind, TaskSource};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tokio::sync::watch;
@@ -88,6 +89,12 @@ pub struct EvalArgs {
     /// dcgraph: a MALT text-protobuf model instead of the generated fabric.
     #[arg(long)]
     pub graph: Option<PathBuf>,
+    /// dcgraph: how count, list and rank queries pick their node: `netpress` (counts and ranks
+    /// about aggregation blocks and control domains, ranks whose children differ; lists over
+    /// blocks, domains, racks and switches) or `uniform` (any node with children).
+    #[arg(long, default_value = "netpress", value_parser = ["netpress", "uniform"])]
+    #[serde(default = "default_targets")]
+    pub targets: String,
     /// gns3: the GNS3 controller, `http://127.0.0.1:3080` (default: $NETDOJO_GNS3_URL).
     #[arg(long)]
     #[serde(default)]
@@ -138,6 +145,15 @@ pub struct GenerateArgs {
     /// dcgraph: a MALT text-protobuf model instead of the generated fabric.
     #[arg(long)]
     pub graph: Option<PathBuf>,
+    /// dcgraph: how count, list and rank queries pick their node (`netpress` or `uniform`; see
+    /// `eval --help`).
+    #[arg(long, default_value = "netpress", value_parser = ["netpress", "uniform"])]
+    pub targets: String,
+    /// Print the generated suite's answer distribution on standard error: per label, the
+    /// answers of counts, the sizes of lists, the rank queries whose children all tie, and the
+    /// kinds of node the queries are about.
+    #[arg(long)]
+    pub stats: bool,
     /// Output file (JSON lines); `-` for standard output. A file gets its manifest beside it
     /// (`NAME.manifest.json`: suite name and version, generator, seed, count, content hashes).
     #[arg(long)]
@@ -206,6 +222,7 @@ pub fn eval(args: EvalArgs) -> Result<ExitCode> {
         &args.env,
         &EnvOptions {
             graph: args.graph.clone(),
+            targets: args.targets.clone(),
             gns3_url: args.gns3_url.clone(),
             gns3_nodes: args.gns3_nodes.clone(),
             judge,
@@ -491,7 +508,11 @@ pub fn generate(args: GenerateArgs) -> Result<()> {
     if args.queries == 0 {
         bail!("--queries 0: nothing to generate");
     }
-    let app = apps::app(&args.env, &EnvOptions { graph: args.graph.clone(), ..Default::default() })?;
+    let app = apps::app(
+        &args.env,
+        &EnvOptions { graph: args.graph.clone(), targets: args.targets.clone(), ..Default::default() },
+    )?;
+    let mut stats = args.stats.then(SuiteStats::default);
     let out: Box<dyn Write> = if args.out.as_os_str() == "-" {
         Box::new(std::io::stdout().lock())
     } else {
@@ -535,6 +556,12 @@ pub fn generate(args: GenerateArgs) -> Result<()> {
         serde_json::to_writer(&mut out, &task)?;
         out.write_all(b"\n")?;
         hashes.push(TaskHash::of(&task));
+        if let Some(stats) = &mut stats {
+            stats.add(&task);
+        }
+    }
+    if let Some(stats) = &stats {
+        eprint!("{}", stats.render());
     }
     out.flush().with_context(|| format!("writing {}", args.out.display()))?;
     if args.out.as_os_str() != "-" {
@@ -558,4 +585,53 @@ pub fn generate(args: GenerateArgs) -> Result<()> {
         manifest.write(&path).with_context(|| format!("writing the manifest {}", path.display()))?;
     }
     Ok(())
+}
+
+fn default_targets() -> String {
+    "netpress".into()
+}
+
+/// `generate --stats`: what a generated suite's queries are about and what they answer.
+#[derive(Debug, Default)]
+struct SuiteStats {
+    labels: BTreeMap<String, LabelStats>,
+}
+
+/// One label's tasks, answers (a count's value, a list's size as `N items`, a rank's `full
+/// tie` or `ordered`) and the kinds of node queried.
+#[derive(Debug, Default)]
+struct LabelStats(usize, BTreeMap<String, usize>, BTreeMap<String, usize>);
+
+impl SuiteStats {
+    fn add(&mut self, task: &netdojo::Task) {
+        let entry = self.labels.entry(task.label.clone()).or_default();
+        entry.0 += 1;
+        let TaskKind::Constructive { actions, answer: Some(answer), .. } = &task.kind else { return };
+        let shown = match answer {
+            serde_json::Value::Number(n) => n.to_string(),
+            serde_json::Value::Array(items) if task.label.ends_with("rank") => {
+                let caps: Vec<&serde_json::Value> = items.iter().map(|i| &i["capacity_bps"]).collect();
+                if caps.windows(2).all(|w| w[0] == w[1]) { "full tie".into() } else { "ordered".into() }
+            }
+            serde_json::Value::Array(items) => format!("{} items", items.len()),
+            other => other.to_string(),
+        };
+        *entry.1.entry(shown).or_default() += 1;
+        if let Some(kind) = actions.last().and_then(|a| a.arguments["kind"].as_str()) {
+            *entry.2.entry(kind.to_string()).or_default() += 1;
+        }
+    }
+
+    fn render(&self) -> String {
+        let mut out = String::from("label          n  answers (most frequent first) | kinds queried\n");
+        let top = |m: &BTreeMap<String, usize>| {
+            let mut v: Vec<(&String, &usize)> = m.iter().collect();
+            v.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+            v.iter().take(6).map(|(k, n)| format!("{k}: {n}")).collect::<Vec<_>>().join(", ")
+        };
+        for (label, LabelStats(n, answers, kinds)) in &self.labels {
+            out.push_str(&format!("{label:<12} {n:>3}  {} | {}\n", top(answers), top(kinds)));
+        }
+        out
+    }
 }

@@ -33,8 +33,8 @@
 //! # Ground truth and differences from NetPress
 //! * Capacity of a node is the sum of `physical_capacity_bps` over all ports anywhere below it
 //!   (RK_CONTAINS and RK_CONTROLS edges, each port once). NetPress looked two levels down
-//!   only, which gives 0 for the control points of a control domain (their switches sit
-//!   behind an RK_CONTROLS edge, their ports one level further).
+//!   only, which gives 0 for the superblocks and the jupiter, whose ports lie further below
+//!   them.
 //! * Count follows the same hierarchy; list and rank use direct RK_CONTAINS children.
 //! * `remove` in the ground truth ([`ops::remove`]) removes the node and, recursively, every
 //!   descendant left without a hierarchy parent, so a removed switch takes its ports; the
@@ -60,4 +60,4 @@ pub use env::{DcGraphEnv, DcGraphFactory, GraphSource, answer_schema_for, brief}
 pub use fabric::FabricParams;
 pub use malt::MaltError;
 pub use model::{Attrs, EntityKind, Graph, GraphError, MergedView, Node, Relation};
-pub use queries::{LABELS, QueryGenerator};
+pub use queries::{LABELS, QueryGenerator, Targets};

@@ -4,8 +4,8 @@ use std::sync::Arc;
 
 use netdojo_core::{Environment, EnvironmentFactory, TaskGenerator, TaskKind, ToolCall};
 use netdojo_dcgraph::{
-    DcGraphEnv, DcGraphFactory, EntityKind, FabricParams, Graph, GraphSource, LABELS, QueryGenerator, malt,
-    safety,
+    DcGraphEnv, DcGraphFactory, EntityKind, FabricParams, Graph, GraphSource, LABELS, QueryGenerator,
+    Targets, malt, safety,
 };
 use serde_json::json;
 
@@ -283,4 +283,62 @@ async fn snapshots_of_tools_and_a_brief() {
     insta::assert_json_snapshot!("tools", e.tools());
     let brief = e.reset(&task).await.expect("reset");
     insta::assert_snapshot!("brief_s7_i9", brief);
+}
+
+/// The kinds a suite's queries are about and how many of its ranks are full ties, per label.
+fn mix(generator: &QueryGenerator, n: u64) -> BTreeMap<String, (Vec<String>, usize, usize)> {
+    let mut out: BTreeMap<String, (Vec<String>, usize, usize)> = BTreeMap::new();
+    for i in 0..n {
+        let task = generator.generate(5, i).expect("task");
+        let TaskKind::Constructive { actions, answer, .. } = &task.kind else { panic!("{task:?}") };
+        let entry = out.entry(task.label.clone()).or_default();
+        if let Some(kind) = actions.last().and_then(|a| a.arguments["kind"].as_str()) {
+            entry.0.push(kind.to_string());
+        }
+        if task.label.ends_with("rank") {
+            entry.1 += 1;
+            let caps: Vec<u64> = answer
+                .as_ref()
+                .and_then(|a| a.as_array())
+                .map(|a| a.iter().filter_map(|r| r["capacity_bps"].as_u64()).collect())
+                .unwrap_or_default();
+            entry.2 += usize::from(caps.windows(2).all(|w| w[0] == w[1]));
+        }
+    }
+    out
+}
+
+/// NetPress's draw (the default): counts and ranks about aggregation blocks and control
+/// domains, lists spread over four kinds, and at most 10% of rank queries a full tie; the
+/// uniform draw, kept as an option, is mostly about switches and ties. On the real MALT model
+/// too when it is here.
+#[test]
+fn the_query_mix_draws_targets_as_netpress_does() {
+    let params = FabricParams::default();
+    let mut graphs = vec![Arc::new(params.generate())];
+    graphs.extend(real().map(Arc::new));
+    for base in graphs {
+        let netpress = QueryGenerator::new(base.clone(), GraphSource::Generated(params.clone()));
+        let m = mix(&netpress, 600);
+        assert!(
+            m["count"].0.iter().all(|k| k == "EK_AGG_BLOCK" || k == "EK_CONTROL_DOMAIN"),
+            "{:?}",
+            m["count"]
+        );
+        assert!(
+            m["rank"].0.iter().all(|k| k == "EK_AGG_BLOCK" || k == "EK_CONTROL_DOMAIN"),
+            "{:?}",
+            m["rank"]
+        );
+        let list_kinds: std::collections::BTreeSet<&String> = m["list"].0.iter().collect();
+        assert!(list_kinds.len() >= 4, "{list_kinds:?}");
+        let (ranks, ties) =
+            ["rank", "remove-rank", "add-rank"].iter().fold((0, 0), |(r, t), l| (r + m[*l].1, t + m[*l].2));
+        assert!(ties * 10 <= ranks, "{ties} of {ranks} rank queries are full ties");
+
+        let uniform =
+            QueryGenerator::new(base, GraphSource::Generated(params.clone())).with_targets(Targets::Uniform);
+        let m = mix(&uniform, 600);
+        assert!(m["rank"].2 * 2 > m["rank"].1, "the uniform draw ranks tied ports: {:?}", m["rank"]);
+    }
 }

@@ -220,7 +220,14 @@ fn generated_suites_are_reproducible_and_run_like_the_generator() {
     ok(&["generate", "--queries", "24", "--seed", "5", "--out", &path("a.jsonl")]);
     ok(&["generate", "--queries", "24", "--seed", "5", "--out", &path("b.jsonl")]);
     ok(&["generate", "--queries", "24", "--seed", "6", "--out", &path("c.jsonl")]);
+    // --stats: the answer distribution per label, beside the same tasks.
+    let stats = ok(&["generate", "--queries", "24", "--seed", "5", "--stats", "--out", &path("d.jsonl")]);
+    let text = String::from_utf8_lossy(&stats.stderr);
+    let rank =
+        text.lines().find(|l| l.starts_with("rank ")).unwrap_or_else(|| panic!("no rank line:\n{text}"));
+    assert!(rank.contains("ordered: 2") && rank.contains("EK_"), "{text}");
     let read = |name: &str| fs::read(tmp.path().join(name)).expect("read");
+    assert_eq!(read("a.jsonl"), read("d.jsonl"), "--stats changes no task");
     assert_eq!(read("a.jsonl"), read("b.jsonl"), "same seed, same bytes");
     assert_ne!(read("a.jsonl"), read("c.jsonl"));
     assert_eq!(lines(&tmp.path().join("a.jsonl")), 24);
