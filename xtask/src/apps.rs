@@ -184,7 +184,8 @@ fn tools_app(name: &str, options: &EnvOptions) -> Result<App> {
                 name => Targets::from_name(name)
                     .with_context(|| format!("--targets {name}: expected netpress or uniform"))?,
             };
-            let generator = QueryGenerator::new(factory.graph().clone(), source.clone()).with_targets(targets);
+            let generator =
+                QueryGenerator::new(factory.graph().clone(), source.clone()).with_targets(targets);
             let factory: Arc<dyn EnvironmentFactory> = match options.interaction {
                 Interaction::Tools => Arc::new(factory),
                 Interaction::Code(keying) => {
@@ -399,6 +400,7 @@ pub fn mcp_agent(args: &McpAgentArgs) -> Result<Arc<dyn AgentFactory>> {
 #[serde(default)]
 pub struct LlmArgs {
     /// openai, ollama: the model name the server knows (`smollm2-135m`, `gpt-4o`, `qwen2.5:7b`).
+    /// With --prices (openai, ollama, mcp): the row of the price table.
     #[arg(long)]
     pub model: Option<String>,
     /// openai: the API base up to /v1 (default https://api.openai.com/v1); ollama: the server

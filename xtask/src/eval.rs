@@ -15,6 +15,7 @@ use netdojo::core::runner::{Budget, Progress, Runner};
 use netdojo::core::store::RunDir;
 use netdojo::core::suite::{self, GeneratorInfo, Manifest, TaskHash};
 use netdojo::core::{Filtered, TaskFilter};
+use netdojo::core::{Price, PriceTable};
 use netdojo::score::{CompareOptions, Comparison, Summary};
 use netdojo::{EpisodeRecord, GeneratedSuite, MetricValue, StaticSuite, TaskGenerator, TaskKind, TaskSource};
 use serde::{Deserialize, Serialize};
@@ -79,9 +80,24 @@ pub struct EvalArgs {
     /// Tool calls an agent may make per episode.
     #[arg(long, default_value_t = 10)]
     pub max_steps: usize,
-    /// Wall-clock budget of one episode, in seconds.
-    #[arg(long, default_value_t = 300)]
+    /// Time limit of the agent's part of one episode, in seconds: from the environment set up
+    /// to its last turn (model calls, tool calls, state checks).
+    #[arg(long, visible_alias = "time-limit", value_name = "SECONDS", default_value_t = 300)]
     pub episode_timeout_s: u64,
+    /// End an episode once its turns used more tokens (prompt + completion) than this.
+    #[arg(long, value_name = "TOKENS")]
+    #[serde(default)]
+    pub max_tokens_per_episode: Option<u64>,
+    /// End an episode once its turns cost more than this, in US dollars (needs --prices).
+    #[arg(long, value_name = "USD", requires = "prices")]
+    #[serde(default)]
+    pub max_cost_per_episode: Option<f64>,
+    /// Price table: a JSON file of model → {"input", "output", "cached_input"?} in US dollars
+    /// per million tokens (docs/results.md). Each episode records its cost (`cost_usd`) at the
+    /// price of --model; a model the table lacks is an error.
+    #[arg(long, value_name = "FILE")]
+    #[serde(default)]
+    pub prices: Option<PathBuf>,
     /// dcgraph: a MALT text-protobuf model instead of the generated fabric.
     #[arg(long)]
     pub graph: Option<PathBuf>,
@@ -219,6 +235,8 @@ pub fn eval(args: EvalArgs) -> Result<ExitCode> {
         None => (args, None),
     };
 
+    // Before any server is contacted: a price or limit that is wrong is one line, at once.
+    let price = price(&args)?;
     let judge = apps::Judge::new(&args.judge, args.llm.base_url.as_deref())?.map(Arc::new);
     let app = apps::app(
         &args.env,
@@ -275,6 +293,9 @@ pub fn eval(args: EvalArgs) -> Result<ExitCode> {
         budget: Budget {
             max_steps: args.max_steps,
             episode_timeout: Duration::from_secs(args.episode_timeout_s),
+            max_tokens: args.max_tokens_per_episode,
+            max_cost_usd: args.max_cost_per_episode,
+            price,
             ..Budget::default()
         },
         concurrency: args.concurrency,
@@ -339,6 +360,30 @@ pub fn eval(args: EvalArgs) -> Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The price of the agent's model from `--prices`, after the limits are checked.
+fn price(args: &EvalArgs) -> Result<Option<Price>> {
+    if args.max_tokens_per_episode == Some(0) {
+        bail!("--max-tokens-per-episode 0: no turn could be played; give a positive count");
+    }
+    if let Some(usd) = args.max_cost_per_episode
+        && !(usd.is_finite() && usd > 0.0)
+    {
+        bail!("--max-cost-per-episode {usd}: give a positive number of US dollars");
+    }
+    let Some(path) = &args.prices else { return Ok(None) };
+    let table = PriceTable::load(path).context("--prices")?;
+    let model = match (args.agent.as_str(), args.llm.model.as_deref()) {
+        ("openai" | "ollama" | "mcp", Some(model)) => model,
+        ("mcp", None) => {
+            bail!("--prices {}: give --model, the table's name for the agent's model", path.display())
+        }
+        (agent, _) => {
+            bail!("--prices {}: agent `{agent}` calls no model: there is nothing to price", path.display())
+        }
+    };
+    Ok(Some(table.price(model).context("--prices")?))
 }
 
 fn default_run_dir(args: &EvalArgs) -> PathBuf {

@@ -259,6 +259,8 @@ mod tests {
             steps: 0,
             invalid_steps: 0,
             wall_ms: 1,
+            timing: Default::default(),
+            class: None,
             tokens: Default::default(),
             metrics: vec![],
         }
@@ -275,6 +277,9 @@ mod tests {
             end: EndReason::Finished,
             outcome: None,
             wall_ms: 1,
+            timing: Default::default(),
+            usage: Default::default(),
+            end_detail: None,
             transcript: vec![],
         }
     }

@@ -176,16 +176,12 @@ pub struct LlmAgent {
 }
 
 impl LlmAgent {
+    /// Every error that reaches here is the model's API failing (after the retries for those
+    /// that retrying can help): a server that answers outside its protocol is no fault of the
+    /// agent under evaluation, whose unusable output is a malformed call instead. A full
+    /// context never gets here: it ends the agent's turns.
     fn error(&self, e: &ChatError) -> AgentError {
-        let agent = self.model.agent().to_string();
-        match e {
-            ChatError::Transport { .. } | ChatError::Status { .. } => {
-                AgentError::Unreachable { agent, message: e.to_string() }
-            }
-            ChatError::ContextFull { .. } | ChatError::Protocol { .. } => {
-                AgentError::Protocol { agent, message: e.to_string() }
-            }
-        }
+        AgentError::Unreachable { agent: self.model.agent().to_string(), message: e.to_string() }
     }
 
     /// Appends the results of the last reply's calls, in the order the model made them: tool
@@ -400,9 +396,7 @@ impl Agent for LlmAgent {
             transcript.push(json!({ "turn": self.turn, "response": exchange.response }));
             let reply = exchange.reply;
             if let Some(u) = reply.usage {
-                let total = usage.get_or_insert_with(TokenUsage::default);
-                total.prompt_tokens += u.prompt_tokens;
-                total.completion_tokens += u.completion_tokens;
+                *usage.get_or_insert_with(TokenUsage::default) += u;
             }
 
             let (reasoning, mut calls) = match self.settings.tools {
@@ -536,7 +530,7 @@ mod tests {
         Reply {
             content: "thinking".into(),
             calls,
-            usage: Some(TokenUsage { prompt_tokens: 10, completion_tokens: 1 }),
+            usage: Some(TokenUsage { prompt_tokens: 10, completion_tokens: 1, cached_tokens: 0 }),
             finish_reason: None,
         }
     }
@@ -591,7 +585,10 @@ mod tests {
         let turn = agent.step(&[]).await.expect("turn");
         assert_eq!(turn.calls.len(), 1, "{:?}", turn.calls);
         assert_eq!(turn.calls[0].name, "exec", "the lookup never reaches the environment");
-        assert_eq!(turn.usage, Some(TokenUsage { prompt_tokens: 20, completion_tokens: 2 }));
+        assert_eq!(
+            turn.usage,
+            Some(TokenUsage { prompt_tokens: 20, completion_tokens: 2, cached_tokens: 0 })
+        );
         let requests = model.requests.lock().expect("lock").clone();
         assert_eq!(requests.len(), 2);
         assert_eq!(requests[0]["tools"], json!(["exec", LOOKUP_TOOL, "finish"]));

@@ -122,7 +122,8 @@ fn absorb(reply: &mut Reply, chunk: &Value) -> bool {
         reply.finish_reason = chunk.get("done_reason").and_then(Value::as_str).map(str::to_string);
         if let Some(prompt) = chunk.get("prompt_eval_count").and_then(Value::as_u64) {
             let completion = chunk.get("eval_count").and_then(Value::as_u64).unwrap_or(0);
-            reply.usage = Some(TokenUsage { prompt_tokens: prompt, completion_tokens: completion });
+            reply.usage =
+                Some(TokenUsage { prompt_tokens: prompt, completion_tokens: completion, cached_tokens: 0 });
         }
     }
     done

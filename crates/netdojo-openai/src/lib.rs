@@ -283,6 +283,10 @@ fn parse_reply(url: &str, body: &Value) -> Result<Reply, ChatError> {
         Some(TokenUsage {
             prompt_tokens: u.get("prompt_tokens")?.as_u64()?,
             completion_tokens: u.get("completion_tokens").and_then(Value::as_u64).unwrap_or(0),
+            cached_tokens: u
+                .pointer("/prompt_tokens_details/cached_tokens")
+                .and_then(Value::as_u64)
+                .unwrap_or(0),
         })
     });
     let finish_reason = choice.get("finish_reason").and_then(Value::as_str).map(str::to_string);
@@ -400,8 +404,20 @@ mod tests {
         assert_eq!(reply.content, "");
         assert_eq!(reply.calls[0].arguments, Ok(json!({"machine": "r0"})));
         assert!(reply.calls[1].arguments.as_ref().is_err_and(|b| b.raw == "{\"machine\": "));
-        assert_eq!(reply.usage, Some(TokenUsage { prompt_tokens: 10, completion_tokens: 3 }));
+        assert_eq!(
+            reply.usage,
+            Some(TokenUsage { prompt_tokens: 10, completion_tokens: 3, cached_tokens: 0 })
+        );
         assert!(parse_reply("u", &json!({"id": 1})).is_err());
+        // OpenAI reports the prompt's cached part in `prompt_tokens_details`.
+        let cached = json!({"choices": [{"message": {"role": "assistant", "content": "hi"}}],
+            "usage": {"prompt_tokens": 2006, "completion_tokens": 300,
+                      "prompt_tokens_details": {"cached_tokens": 1920}}});
+        let usage = parse_reply("u", &cached).expect("reply").usage;
+        assert_eq!(
+            usage,
+            Some(TokenUsage { prompt_tokens: 2006, completion_tokens: 300, cached_tokens: 1920 })
+        );
     }
 
     #[test]

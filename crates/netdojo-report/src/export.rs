@@ -31,6 +31,7 @@ pub fn jsonl(run: &Run) -> Result<String, ReportError> {
         row.insert("agent".into(), json!(r.agent));
         row.insert("status".into(), json!(r.status));
         row.insert("outcome".into(), json!(outcome(r)));
+        row.insert("class".into(), json!(r.class()));
         row.insert("cause".into(), json!(r.cause));
         row.insert("error".into(), json!(r.error));
         row.insert("end".into(), json!(r.end));
@@ -39,6 +40,18 @@ pub fn jsonl(run: &Run) -> Result<String, ReportError> {
         row.insert("wall_s".into(), json!(r.wall_ms as f64 / 1000.0));
         row.insert("prompt_tokens".into(), json!(r.tokens.prompt_tokens));
         row.insert("completion_tokens".into(), json!(r.tokens.completion_tokens));
+        row.insert("cached_tokens".into(), json!(r.tokens.cached_tokens));
+        let t = &r.timing;
+        for (name, us) in [
+            ("setup_s", t.setup_us),
+            ("agent_s", t.agent_us),
+            ("tools_s", t.tools_us),
+            ("checks_s", t.checks_us),
+            ("evaluate_s", t.evaluate_us),
+            ("close_s", t.close_us),
+        ] {
+            row.insert(name.into(), json!(us as f64 / 1e6));
+        }
         for m in &r.metrics {
             // A metric named like a field (`steps`) holds the same number: the field stays.
             row.entry(m.name.clone()).or_insert_with(|| json!(m.value));

@@ -37,9 +37,9 @@ pub enum ReportError {
     Invalid(String),
 }
 
-/// The metric a priced agent records per episode, in US dollars: the report shows cost only
-/// where some episode has it.
-pub const COST_METRIC: &str = "cost_usd";
+/// The metric a priced run records per episode, in US dollars (`eval --prices`): the report
+/// shows cost only where some episode has it.
+pub use netdojo_core::runner::COST_METRIC;
 
 /// One run directory, read without changing it (a run in progress can be reported on).
 #[derive(Debug)]

@@ -490,6 +490,8 @@ mod tests {
             steps: steps as usize,
             invalid_steps: 0,
             wall_ms: 1,
+            timing: Default::default(),
+            class: None,
             tokens: Default::default(),
             metrics: vec![Metric::pass("correct", correct), Metric::count("steps", steps)],
         };

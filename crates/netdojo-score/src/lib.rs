@@ -165,6 +165,9 @@ mod tests {
             end: EndReason::Finished,
             outcome: Some(Outcome { checks, export: json!(null) }),
             wall_ms: 1500,
+            timing: Default::default(),
+            usage: Default::default(),
+            end_detail: None,
             transcript: vec![],
         }
     }

@@ -8,7 +8,8 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use netdojo_core::{EpisodeRecord, EpisodeStatus, MetricValue};
+use netdojo_core::runner::COST_METRIC;
+use netdojo_core::{EpisodeClass, EpisodeRecord, EpisodeStatus, MetricValue};
 use serde::{Deserialize, Serialize};
 
 /// The normal quantile of a two-sided 95% interval.
@@ -149,6 +150,79 @@ pub struct SummaryRow {
     /// episodes; a task with an errored epoch has too few to estimate either).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pass_k_tasks: Option<usize>,
+    /// Episodes per outcome class, errored ones included (docs/results.md, "Outcome classes").
+    #[serde(default)]
+    pub classes: BTreeMap<EpisodeClass, usize>,
+    /// Tokens, cost and time of the row's episodes, errored ones included (they were spent).
+    #[serde(default)]
+    pub spent: Spent,
+}
+
+/// What a group of episodes spent: sums, and means per episode.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Spent {
+    /// Episodes counted, errored ones included.
+    pub episodes: usize,
+    pub sum: Amounts,
+    /// `sum / episodes` (cost: over the episodes that have one).
+    pub mean: Amounts,
+}
+
+/// Tokens, US dollars and seconds (the wall time and its parts, [`netdojo_core::Timing`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Amounts {
+    pub prompt_tokens: f64,
+    pub completion_tokens: f64,
+    pub cached_tokens: f64,
+    /// Absent when no episode has a cost (no `--prices`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+    pub wall_s: f64,
+    pub setup_s: f64,
+    pub agent_s: f64,
+    pub tools_s: f64,
+    pub checks_s: f64,
+    pub evaluate_s: f64,
+    pub close_s: f64,
+}
+
+impl Spent {
+    fn of(records: &[&EpisodeRecord]) -> Self {
+        let s = |us: u64| us as f64 / 1e6;
+        let mut sum = Amounts::default();
+        let mut priced = 0usize;
+        for r in records {
+            sum.prompt_tokens += r.tokens.prompt_tokens as f64;
+            sum.completion_tokens += r.tokens.completion_tokens as f64;
+            sum.cached_tokens += r.tokens.cached_tokens as f64;
+            if let Some(cost) = r.metric(COST_METRIC) {
+                sum.cost_usd = Some(sum.cost_usd.unwrap_or(0.0) + cost.as_f64());
+                priced += 1;
+            }
+            sum.wall_s += r.wall_ms as f64 / 1000.0;
+            sum.setup_s += s(r.timing.setup_us);
+            sum.agent_s += s(r.timing.agent_us);
+            sum.tools_s += s(r.timing.tools_us);
+            sum.checks_s += s(r.timing.checks_us);
+            sum.evaluate_s += s(r.timing.evaluate_us);
+            sum.close_s += s(r.timing.close_us);
+        }
+        let n = records.len().max(1) as f64;
+        let mean = Amounts {
+            prompt_tokens: sum.prompt_tokens / n,
+            completion_tokens: sum.completion_tokens / n,
+            cached_tokens: sum.cached_tokens / n,
+            cost_usd: sum.cost_usd.map(|c| c / priced.max(1) as f64),
+            wall_s: sum.wall_s / n,
+            setup_s: sum.setup_s / n,
+            agent_s: sum.agent_s / n,
+            tools_s: sum.tools_s / n,
+            checks_s: sum.checks_s / n,
+            evaluate_s: sum.evaluate_s / n,
+            close_s: sum.close_s / n,
+        };
+        Self { episodes: records.len(), sum, mean }
+    }
 }
 
 /// NetConfBench's score tuple (seed 001 §3.2): each score's metric, first found first.
@@ -292,11 +366,58 @@ impl Summary {
                  pass^{k} are of `correct` (docs/results.md)"
             );
         }
+        if let Some(spent) = self.render_spent() {
+            out.push('\n');
+            out.push_str(&spent);
+        }
         if let Some(tuple) = self.render_tuple() {
             out.push('\n');
             out.push_str(&tuple);
         }
         out
+    }
+
+    /// The overall row's outcome classes, and its tokens, cost and time summed and averaged.
+    pub fn render_spent(&self) -> Option<String> {
+        let all = self.overall().filter(|r| r.spent.episodes > 0)?;
+        let mut out = String::new();
+        let classes: Vec<String> = EpisodeClass::ALL
+            .iter()
+            .filter_map(|c| {
+                let n = *all.classes.get(c)?;
+                let mark = if c.in_rates() { "" } else { "*" };
+                (n > 0).then(|| format!("{c}{mark} {n}"))
+            })
+            .collect();
+        let _ = writeln!(out, "outcomes: {}", classes.join(", "));
+        if classes.iter().any(|c| c.contains('*')) {
+            let _ = writeln!(out, "  * errored: not in the rates; `--resume` retries them");
+        }
+        let (sum, mean) = (&all.spent.sum, &all.spent.mean);
+        let _ = writeln!(
+            out,
+            "{:<22} {:>14} {:>12}",
+            format!("spent ({} episodes)", all.spent.episodes),
+            "sum",
+            "mean"
+        );
+        let mut line = |name: &str, s: f64, m: f64, decimals: usize| {
+            let _ = writeln!(out, "{name:<22} {s:>14.decimals$} {m:>12.decimals$}");
+        };
+        line("prompt tokens", sum.prompt_tokens, mean.prompt_tokens, 0);
+        line("  of them cached", sum.cached_tokens, mean.cached_tokens, 0);
+        line("completion tokens", sum.completion_tokens, mean.completion_tokens, 0);
+        if let (Some(s), Some(m)) = (sum.cost_usd, mean.cost_usd) {
+            line("cost USD", s, m, 4);
+        }
+        line("wall s", sum.wall_s, mean.wall_s, 3);
+        line("  setup s", sum.setup_s, mean.setup_s, 3);
+        line("  agent s", sum.agent_s, mean.agent_s, 3);
+        line("  tools s", sum.tools_s, mean.tools_s, 3);
+        line("  state checks s", sum.checks_s, mean.checks_s, 3);
+        line("  evaluation s", sum.evaluate_s, mean.evaluate_s, 3);
+        line("  close s", sum.close_s, mean.close_s, 3);
+        Some(out)
     }
 }
 
@@ -356,6 +477,11 @@ fn row(level: Option<u8>, label: String, records: &[&EpisodeRecord], epochs: u32
         pass_at_k_ci95: None,
         pass_hat_k_ci95: None,
         pass_k_tasks: None,
+        classes: records.iter().fold(BTreeMap::new(), |mut m, r| {
+            *m.entry(r.class()).or_default() += 1;
+            m
+        }),
+        spent: Spent::of(records),
     };
     if epochs > 1 {
         let k = epochs as usize;
@@ -489,6 +615,8 @@ mod tests {
             steps: steps as usize,
             invalid_steps: 0,
             wall_ms: 10,
+            timing: Default::default(),
+            class: None,
             tokens: Default::default(),
             metrics: vec![
                 Metric::pass("correct", correct),
@@ -624,6 +752,59 @@ mod tests {
         assert!((all.rates["correct"].rate - 2.0 / 3.0).abs() < 1e-12);
         insta::assert_snapshot!(s.render());
         assert!(s.render_tuple().is_none(), "no NetConfBench metric, no tuple");
+    }
+
+    #[test]
+    fn classes_are_counted_and_tokens_cost_and_time_summed_and_averaged() {
+        use netdojo_core::{EpisodeClass, ErrorCause, Timing, TokenUsage};
+        let spend = |mut r: EpisodeRecord, prompt: u64, cost: f64, agent_ms: u64| {
+            r.tokens = TokenUsage {
+                prompt_tokens: prompt,
+                completion_tokens: prompt / 10,
+                cached_tokens: prompt / 2,
+            };
+            r.timing = Timing {
+                setup_us: 100_000,
+                agent_us: agent_ms * 1000,
+                tools_us: 20_000,
+                checks_us: 10_000,
+                evaluate_us: 5_000,
+                close_us: 1_000,
+            };
+            r.wall_ms = r.timing.sum_us() / 1000 + 4;
+            r.metrics.push(Metric::value("cost_usd", cost));
+            r
+        };
+        let mut budget = rec(2, 1, "add", false, 10, EpisodeStatus::Completed);
+        budget.end = EndReason::StepBudget;
+        let mut api = rec(3, 1, "add", false, 1, EpisodeStatus::Errored);
+        (api.cause, api.metrics) = (Some(ErrorCause::ModelApi), vec![]);
+        let records = vec![
+            spend(rec(0, 1, "add", true, 2, EpisodeStatus::Completed), 1000, 0.01, 300),
+            spend(rec(1, 1, "add", false, 4, EpisodeStatus::Completed), 2000, 0.02, 500),
+            spend(budget, 3000, 0.03, 700),
+            spend(api, 600, 0.006, 100),
+        ];
+        let s = Summary::from_records(&records);
+        let all = s.overall().expect("overall");
+        let count = |c| all.classes.get(&c).copied().unwrap_or(0);
+        assert_eq!(count(EpisodeClass::Solved), 1);
+        assert_eq!(count(EpisodeClass::Failed), 1);
+        assert_eq!(count(EpisodeClass::StepBudget), 1);
+        assert_eq!(count(EpisodeClass::ModelApiFailure), 1);
+        assert_eq!((all.n, all.errored), (3, 1), "the API failure is not in the rates");
+        assert!((all.rates["correct"].rate - 1.0 / 3.0).abs() < 1e-12);
+        // Spending counts every episode, the errored one too: its tokens were paid for.
+        assert_eq!(all.spent.episodes, 4);
+        assert_eq!(all.spent.sum.prompt_tokens, 6600.0);
+        assert_eq!(all.spent.sum.cached_tokens, 3300.0);
+        assert_eq!(all.spent.mean.completion_tokens, 165.0);
+        assert!((all.spent.sum.cost_usd.expect("cost") - 0.066).abs() < 1e-12);
+        assert!((all.spent.mean.cost_usd.expect("cost") - 0.0165).abs() < 1e-12);
+        assert!((all.spent.sum.agent_s - 1.6).abs() < 1e-12 && (all.spent.mean.setup_s - 0.1).abs() < 1e-12);
+        let json = serde_json::to_value(&s).expect("json");
+        assert_eq!(json["rows"][1]["classes"]["model_api_failure"], 1, "{json}");
+        insta::assert_snapshot!(s.render_spent().expect("spent"));
     }
 
     fn netconf(id: usize, domain: &str, testcases: f64, f1: f64, reasoning: f64) -> EpisodeRecord {

@@ -74,6 +74,8 @@ fn cluster_robust_standard_errors_match_statsmodels() {
                     steps: 1,
                     invalid_steps: 0,
                     wall_ms: 1,
+                    timing: Default::default(),
+                    class: None,
                     tokens: Default::default(),
                     metrics: vec![Metric::value("wall_s", *v as f64)],
                 })

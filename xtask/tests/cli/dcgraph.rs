@@ -86,7 +86,18 @@ fn oracle_is_correct_and_safe_on_every_label_and_the_run_directory_is_complete()
         assert_eq!(rate(row, "safe"), 1.0, "{row}");
         assert_eq!(row["errored"], 0, "{row}");
     }
-    assert_eq!(rows(&s).last().expect("overall")["n"], 300);
+    let all = rows(&s).last().expect("overall");
+    assert_eq!(all["n"], 300);
+    // Every episode's class, and where its time went.
+    assert_eq!(all["classes"], serde_json::json!({"solved": 300}), "{all}");
+    let (sum, spent) = (&all["spent"]["sum"], &all["spent"]);
+    assert_eq!(spent["episodes"], 300);
+    let part = |name: &str| sum[name].as_f64().unwrap_or_else(|| panic!("no {name} in {spent}"));
+    let parts: f64 =
+        ["setup_s", "agent_s", "tools_s", "checks_s", "evaluate_s", "close_s"].map(part).iter().sum();
+    // Each wall time is cut to whole milliseconds, its parts to microseconds.
+    assert!(part("setup_s") > 0.0 && part("checks_s") > 0.0 && parts < part("wall_s") + 0.3, "{spent}");
+    assert!(stdout.contains("outcomes: solved 300") && stdout.contains("  state checks s"), "{stdout}");
 
     assert_eq!(lines(&dir.join("episodes.jsonl")), 300);
     assert_eq!(fs::read_dir(dir.join("trajectories")).expect("trajectories").count(), 300);
@@ -381,6 +392,42 @@ fn an_agent_behind_mcp_scores_like_the_same_agent_in_process() {
     assert_eq!(config["runner"]["agent"]["name"], "mcp");
     assert_eq!(config["runner"]["agent"]["config"]["endpoint"]["transport"], "stdio");
     assert_eq!(rate(rows(&summary(Path::new(&path("remote")))).last().expect("overall"), "correct"), 1.0);
+}
+
+#[test]
+fn prices_and_episode_limits_are_checked_before_any_episode() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let prices = tmp.path().join("prices.json");
+    fs::write(&prices, r#"{"gpt-4o-mini": {"input": 0.15, "cached_input": 0.075, "output": 0.6}}"#)
+        .expect("write");
+    let prices = prices.to_str().expect("path");
+    let bad = tmp.path().join("bad.json");
+    fs::write(&bad, r#"{"m": {"input": "cheap", "output": 1}}"#).expect("write");
+    let bad = bad.to_str().expect("path");
+    // No server listens on port 9: each error comes before the agent would call one.
+    let openai = ["eval", "--agent", "openai", "--base-url", "http://127.0.0.1:9/v1", "--model"];
+    let cases: Vec<(Vec<&str>, String)> = vec![
+        (vec!["eval", "--prices", "/nonexistent/prices.json"], "--prices: /nonexistent/prices.json".into()),
+        (vec!["eval", "--prices", bad], format!("--prices: {bad}: not a price table")),
+        (vec!["eval", "--prices", prices], "agent `oracle` calls no model: there is nothing to price".into()),
+        (
+            [&openai[..], &["gpt-5", "--prices", prices]].concat(),
+            format!("{prices}: no price for model `gpt-5` (the table prices: gpt-4o-mini)"),
+        ),
+        (vec!["eval", "--max-cost-per-episode", "1"], "--prices <FILE>".into()),
+        (
+            vec!["eval", "--max-cost-per-episode", "0", "--prices", prices],
+            "--max-cost-per-episode 0: give a positive".into(),
+        ),
+        (vec!["eval", "--max-tokens-per-episode", "0"], "--max-tokens-per-episode 0".into()),
+    ];
+    for (args, expected) in cases {
+        let out = xtask(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} should fail");
+        assert!(stderr.contains(&expected), "{args:?}: expected {expected:?} in:\n{stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
 }
 
 /// Every (task, epoch) of a run's episodes.jsonl, in file order.

@@ -15,8 +15,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::common::{lines, rows, summary};
-use netdojo::EpisodeStatus;
+use netdojo::core::EpisodeClass;
 use netdojo::core::store::RunDir;
+use netdojo::{EpisodeStatus, MetricValue};
 
 const KEY_VAR: &str = "NETDOJO_TEST_API_KEY";
 const KEY: &str = "sk-netdojo-canary-7f3a9c1e5b";
@@ -177,6 +178,7 @@ fn a_run_survives_a_dead_server_resume_finishes_it_and_the_key_is_written_nowher
     for r in &errored {
         let e = r.error.as_deref().unwrap_or_default();
         assert!(e.contains("agent `openai`") && e.contains(&format!("127.0.0.1:{port}")), "{e}");
+        assert_eq!(r.class(), EpisodeClass::ModelApiFailure, "{r:?}");
     }
     assert_eq!(summary(&dir)["rows"].as_array().map(|r| r.is_empty()), Some(false));
 
@@ -321,4 +323,48 @@ fn an_llm_writes_netpress_code_and_every_episode_completes() {
         assert!(request.get("tools").is_none(), "the code protocol sends no tools: {request}");
         assert!(request.to_string().contains("process_graph"), "{request}");
     }
+}
+
+/// A priced run on the real server: each episode's cost is its tokens at the table's prices,
+/// and a token limit that the first turn passes ends every episode as `token_budget`, its
+/// calls unplayed (one model call per episode: cheap).
+#[test]
+fn a_priced_run_records_each_episode_s_cost_and_a_token_limit_ends_it() {
+    let Some(url) = server("a priced run") else { return };
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let prices = tmp.path().join("prices.json");
+    fs::write(&prices, r#"{"smollm2-135m": {"input": 1, "output": 2}}"#).expect("prices");
+    let dir = tmp.path().join("run");
+    let out = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args([
+            "eval",
+            "--env",
+            "dcgraph",
+            "--agent",
+            "openai",
+            "--model",
+            "smollm2-135m",
+            "--base-url",
+            &url,
+        ])
+        .args(["--temperature", "0", "--max-tokens", "16", "--queries", "1", "--quiet"])
+        .args(["--time-limit", "600", "--max-tokens-per-episode", "1", "--prices"])
+        .arg(&prices)
+        .arg("--out")
+        .arg(&dir)
+        .output()
+        .expect("run xtask");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let records = RunDir::open(&dir).expect("run").records().expect("records");
+    assert_eq!(records.len(), 1);
+    for r in &records {
+        assert_eq!(r.class(), EpisodeClass::TokenBudget, "{r:?}");
+        assert_eq!(r.steps, 0, "the turn past the limit is not played: {r:?}");
+        assert!(r.tokens.prompt_tokens > 0 && r.timing.agent_us > 0, "{r:?}");
+        let expected = (r.tokens.prompt_tokens + 2 * r.tokens.completion_tokens) as f64 / 1e6;
+        let cost = r.metric("cost_usd").map(MetricValue::as_f64).expect("a cost");
+        assert!((cost - expected).abs() < 1e-12, "{cost} != {expected}: {r:?}");
+    }
+    assert!(stdout.contains("token_budget 1") && stdout.contains("cost USD"), "{stdout}");
 }

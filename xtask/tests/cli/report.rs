@@ -80,6 +80,9 @@ fn hostile_run(dir: &Path) -> PathBuf {
             export: json!({"s": HOSTILE}),
         }),
         wall_ms: 3,
+        timing: Default::default(),
+        usage: Default::default(),
+        end_detail: None,
         transcript: vec![json!({"role": "assistant", "content": HOSTILE})],
     };
     let record = EpisodeRecord {
@@ -97,6 +100,8 @@ fn hostile_run(dir: &Path) -> PathBuf {
         steps: 1,
         invalid_steps: 0,
         wall_ms: 3,
+        timing: Default::default(),
+        class: None,
         tokens: Default::default(),
         metrics: vec![Metric::pass("correct", false), Metric::pass("safe", false), Metric::count("steps", 1)],
     };
