@@ -313,7 +313,9 @@ impl EpisodeRecord {
         if self.metric("correct") == Some(crate::MetricValue::Pass(true)) {
             return EpisodeClass::Solved;
         }
-        let nothing_usable = self.invalid_steps == self.steps;
+        // Calls were made and none could be used. An agent that stops without a call (the
+        // no-op baseline, a model that says it is done) chose to: that is a failure.
+        let nothing_usable = self.steps > 0 && self.invalid_steps == self.steps;
         match self.end {
             EndReason::TimeBudget => EpisodeClass::TimeBudget,
             EndReason::TokenBudget => EpisodeClass::TokenBudget,
