@@ -525,6 +525,8 @@ fn episode_list(b: &mut String, runs: &[Run], list: &[ListRow<'_>]) {
         select(b, "domain", "domain", &domains);
     }
     select(b, "outcome", "outcome", &set(&|r| outcome(r.record).to_string()));
+    // The finer class of each episode (docs/results.md, "Outcome classes").
+    select(b, "class", "class", &set(&|r| r.record.class().as_str().to_string()));
     select(b, "agent", "agent", &set(&|r| r.record.agent.clone()));
     let _ = write!(
         b,
@@ -550,12 +552,13 @@ fn episode_list(b: &mut String, runs: &[Run], list: &[ListRow<'_>]) {
         .to_lowercase();
         let _ = write!(
             b,
-            "<tr data-run=\"{run}\" data-level=\"{level}\" data-label=\"{label}\" data-domain=\"{domain}\" data-outcome=\"{outcome}\" data-agent=\"{agent}\" data-text=\"{text}\">",
+            "<tr data-run=\"{run}\" data-level=\"{level}\" data-label=\"{label}\" data-domain=\"{domain}\" data-outcome=\"{outcome}\" data-class=\"{class}\" data-agent=\"{agent}\" data-text=\"{text}\">",
             run = esc(&runs[row.run].name),
             level = r.level,
             label = esc(&r.label),
             domain = esc(r.domain.as_deref().unwrap_or_default()),
             outcome = outcome(r),
+            class = r.class().as_str(),
             agent = esc(&r.agent),
             text = esc(&text),
         );
@@ -605,8 +608,9 @@ fn episode_page(run: &Run, record: &EpisodeRecord, trajectory: Option<&Trajector
     let tokens = trajectory.map(Trajectory::tokens).unwrap_or(record.tokens);
     let _ = write!(
         b,
-        "<table><tr><th>outcome</th><td>{outcome}</td><th>safety</th><td>{safe}</td><th>end</th><td>{end}</td></tr><tr><th>steps</th><td>{steps} ({invalid} invalid)</td><th>wall time</th><td>{wall:.3} s</td><th>tokens</th><td>{tp} prompt + {tc} completion</td></tr></table>",
+        "<table><tr><th>outcome</th><td>{outcome} ({class})</td><th>safety</th><td>{safe}</td><th>end</th><td>{end}</td></tr><tr><th>steps</th><td>{steps} ({invalid} invalid)</td><th>wall time</th><td>{wall:.3} s</td><th>tokens</th><td>{tp} prompt + {tc} completion</td></tr></table>",
         outcome = outcome_html(record),
+        class = record.class().as_str(),
         safe = safe_html(record),
         end = esc(&serde_json::to_value(record.end)
             .ok()
@@ -617,6 +621,18 @@ fn episode_page(run: &Run, record: &EpisodeRecord, trajectory: Option<&Trajector
         wall = record.wall_ms as f64 / 1000.0,
         tp = tokens.prompt_tokens,
         tc = tokens.completion_tokens,
+    );
+    let t = &record.timing;
+    let s = |us: u64| us as f64 / 1e6;
+    let _ = write!(
+        b,
+        "<p class=\"muted\">time: setup {:.3} s · agent {:.3} s · tools {:.3} s · state checks {:.3} s · evaluation {:.3} s · close {:.3} s</p>",
+        s(t.setup_us),
+        s(t.agent_us),
+        s(t.tools_us),
+        s(t.checks_us),
+        s(t.evaluate_us),
+        s(t.close_us)
     );
     if let Some(error) = &record.error {
         let cause = record
