@@ -626,7 +626,7 @@ fn episode_page(run: &Run, record: &EpisodeRecord, trajectory: Option<&Trajector
     let s = |us: u64| us as f64 / 1e6;
     let _ = write!(
         b,
-        "<p class=\"muted\">time: setup {:.3} s · agent {:.3} s · tools {:.3} s · state checks {:.3} s · evaluation {:.3} s · close {:.3} s</p>",
+        "<p class=\"muted\">time: setup {:.3} s · agent {:.3} s · tools {:.3} s · checks after steps {:.3} s · evaluation {:.3} s · close {:.3} s</p>",
         s(t.setup_us),
         s(t.agent_us),
         s(t.tools_us),
