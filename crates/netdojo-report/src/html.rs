@@ -211,16 +211,9 @@ fn safe_html(record: &EpisodeRecord) -> &'static str {
 
 /// Rate names, correctness first then safety (the order the seeds report them).
 fn rate_names(rows: &[&RunOverview]) -> Vec<String> {
-    let mut names: Vec<String> =
-        rows.iter().flat_map(|r| r.rows.iter().flat_map(|row| row.rates.keys().cloned())).collect();
-    names.sort();
-    names.dedup();
-    names.sort_by_key(|n| match n.as_str() {
-        "correct" => 0,
-        "safe" => 1,
-        _ => 2,
-    });
-    names
+    netdojo_score::stats::rate_order(
+        rows.iter().flat_map(|r| r.rows.iter().flat_map(|row| row.rates.keys().cloned())),
+    )
 }
 
 fn index_page(runs: &[Run], overview: &Overview, list: &[ListRow<'_>]) -> String {

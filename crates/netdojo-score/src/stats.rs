@@ -233,6 +233,20 @@ pub const NETCONFBENCH_TUPLE: [(&str, &[&str]); 3] = [
     ("S_testcase", &["checks_passed"]),
 ];
 
+/// Rate names, each once: correctness first, then safety, then the rest by name (the order the
+/// seeds report them).
+pub fn rate_order(names: impl IntoIterator<Item = String>) -> Vec<String> {
+    let mut names: Vec<String> = names.into_iter().collect();
+    names.sort();
+    names.dedup();
+    names.sort_by_key(|n| match n.as_str() {
+        "correct" => 0,
+        "safe" => 1,
+        _ => 2,
+    });
+    names
+}
+
 /// A run's summary.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
@@ -319,18 +333,7 @@ impl Summary {
     /// The summary as a text table (summary.txt, what `eval` and `report` print), followed by
     /// NetConfBench's tuple when the run has its metrics.
     pub fn render(&self) -> String {
-        let rate_names: Vec<String> = {
-            let mut names: Vec<String> = self.rows.iter().flat_map(|r| r.rates.keys().cloned()).collect();
-            names.sort();
-            names.dedup();
-            // correctness first, then safety, then the rest: the order the seeds report them
-            names.sort_by_key(|n| match n.as_str() {
-                "correct" => 0,
-                "safe" => 1,
-                _ => 2,
-            });
-            names
-        };
+        let rate_names = rate_order(self.rows.iter().flat_map(|r| r.rates.keys().cloned()));
         // A rate's cell, `100.0% [ 83.9, 100.0]`, is wider than its header.
         const RATE_WIDTH: usize = 21;
         let k = (self.epochs > 1).then_some(self.epochs);
