@@ -122,6 +122,8 @@ pub struct EnvOptions {
     pub gns3_nodes: Option<PathBuf>,
     /// netconf, gns3: the reasoning score's judge.
     pub judge: Option<Arc<Judge>>,
+    /// netconf: routers from a warm pool (reset and checked between episodes) instead of fresh.
+    pub warm_pool: bool,
 }
 
 pub fn app(name: &str, options: &EnvOptions) -> Result<App> {
@@ -152,7 +154,7 @@ pub fn app(name: &str, options: &EnvOptions) -> Result<App> {
             })
         }
         "netconf" => {
-            let factory = NetconfFactory::new()
+            let factory = if options.warm_pool { NetconfFactory::pooled() } else { NetconfFactory::new() }
                 .context("environment `netconf`: it runs FRRouting routers in network namespaces")?;
             let model = netdojo::embed::default_dir();
             let embedder = netdojo::embed::Embedder::load(&model)
