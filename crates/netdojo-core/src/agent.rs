@@ -36,10 +36,47 @@ pub struct AgentTurn {
     pub transcript: Vec<Value>,
 }
 
+/// Tokens a model call (or a sum of them) used, as the API reported them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TokenUsage {
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
+    /// The part of `prompt_tokens` the server read from its prompt cache, where the API reports
+    /// it (OpenAI's `usage.prompt_tokens_details.cached_tokens`); 0 where it does not.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cached_tokens: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+impl TokenUsage {
+    /// Prompt and completion tokens (cached tokens are a part of the prompt's).
+    pub fn total(&self) -> u64 {
+        self.prompt_tokens + self.completion_tokens
+    }
+
+    pub fn is_zero(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
+impl std::ops::AddAssign for TokenUsage {
+    fn add_assign(&mut self, other: Self) {
+        self.prompt_tokens += other.prompt_tokens;
+        self.completion_tokens += other.completion_tokens;
+        self.cached_tokens += other.cached_tokens;
+    }
+}
+
+impl std::iter::Sum for TokenUsage {
+    fn sum<I: Iterator<Item = Self>>(iter: I) -> Self {
+        iter.fold(Self::default(), |mut a, u| {
+            a += u;
+            a
+        })
+    }
 }
 
 #[async_trait]
@@ -60,4 +97,11 @@ pub trait AgentFactory: Send + Sync {
         Value::Null
     }
     fn create(&self, task: &Task) -> Result<Box<dyn Agent>, AgentError>;
+    /// The agent for attempt `epoch` at a task (`eval --epochs`, epoch 0 first). An agent
+    /// with randomness of its own draws it anew for each epoch, so that its attempts differ;
+    /// by default the agent of [`AgentFactory::create`].
+    fn create_for_epoch(&self, task: &Task, epoch: u32) -> Result<Box<dyn Agent>, AgentError> {
+        let _ = epoch;
+        self.create(task)
+    }
 }

@@ -49,6 +49,23 @@ pub enum AgentError {
     Config { agent: String, message: String },
 }
 
+/// A price table (`--prices FILE`) that cannot be read, or that has no price for the model.
+#[derive(Debug, thiserror::Error)]
+pub enum PriceError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: {message}")]
+    Invalid { path: PathBuf, message: String },
+    #[error(
+        "{path}: no price for model `{model}` (the table prices: {known}); add it, prices are never guessed"
+    )]
+    UnknownModel { path: PathBuf, model: String, known: String },
+}
+
 /// The results store could not be read or written.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

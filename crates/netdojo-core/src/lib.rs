@@ -11,9 +11,11 @@ pub mod agent;
 pub mod env;
 pub mod error;
 pub mod metric;
+pub mod price;
 pub mod runner;
 pub mod schema;
 pub mod store;
+pub mod suite;
 pub mod task;
 pub mod testcase;
 pub mod tool;
@@ -21,12 +23,15 @@ pub mod trajectory;
 
 pub use agent::{Agent, AgentFactory, AgentTurn, EpisodeStart, TokenUsage};
 pub use env::{Check, Environment, EnvironmentFactory, Outcome, StateCheck};
-pub use error::{AgentError, EnvError, StoreError, TaskError};
+pub use error::{AgentError, EnvError, PriceError, StoreError, TaskError};
 pub use metric::{Metric, MetricValue, Scorer};
+pub use price::{Price, PriceTable};
 pub use runner::{Budget, Progress, Runner};
 pub use task::{
     ConfigTask, ConfigTopology, Fault, Filtered, GeneratedSuite, StaticSuite, Task, TaskFilter,
     TaskGenerator, TaskKind, TaskSource, Testcase,
 };
 pub use tool::{FINISH_TOOL, Observation, ToolCall, ToolSpec};
-pub use trajectory::{EndReason, EpisodeRecord, EpisodeStatus, ErrorCause, Step, Trajectory};
+pub use trajectory::{
+    EndReason, EpisodeClass, EpisodeRecord, EpisodeStatus, ErrorCause, Step, Timing, Trajectory,
+};

@@ -1,12 +1,15 @@
 //! The episode loop and the run loop.
 //!
 //! An episode: build the environment → reset → initial state check → agent turns under a step
-//! budget and a wall-clock budget, each call validated against its tool's schema, executed, and
-//! followed by a state check → evaluate (export + goal checks) → close → scorers. A run: episodes
-//! in parallel (`concurrency`), each committed to the [`RunDir`] as it finishes, skipping tasks
-//! that a previous attempt of the same run completed.
+//! budget, a time limit and optional token and cost limits, each call validated against its
+//! tool's schema, executed, and followed by a state check → evaluate (export + goal checks) →
+//! close → scorers. The wall time of each part is recorded ([`Timing`]). A run: episodes in
+//! parallel (`concurrency`), each committed to the [`RunDir`] as it finishes, skipping
+//! episodes that a previous attempt of the same run completed. With epochs, each task runs
+//! several times: an episode is a (task, epoch), all tasks' epoch 0 first, then epoch 1...
 
 use std::collections::{HashMap, HashSet};
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,22 +21,34 @@ use tokio::time::{Instant, timeout_at};
 use crate::agent::{AgentFactory, AgentTurn, EpisodeStart};
 use crate::env::{Environment, EnvironmentFactory, StateCheck};
 use crate::error::{AgentError, EnvError, StoreError, TaskError};
-use crate::metric::Scorer;
+use crate::metric::{Metric, Scorer};
+use crate::price::Price;
 use crate::schema;
 use crate::store::RunDir;
 use crate::task::{Task, TaskSource};
 use crate::tool::{FINISH_TOOL, Observation, ToolSpec};
-use crate::trajectory::{EndReason, EpisodeRecord, EpisodeStatus, ErrorCause, Step, Trajectory};
+use crate::trajectory::{EndReason, EpisodeRecord, EpisodeStatus, ErrorCause, Step, Timing, Trajectory};
 
-/// Limits of one episode.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The metric of an episode's cost in US dollars, recorded when the agent's model is priced.
+pub const COST_METRIC: &str = "cost_usd";
+
+/// Limits of one episode, and the price of its tokens.
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Budget {
     /// Tool calls the agent may make (`finish` not counted).
     pub max_steps: usize,
-    /// Wall-clock time for the agent's part of the episode.
+    /// Wall-clock time for the agent's part of the episode: from the end of setup (the
+    /// environment built and reset) to the end of its last turn, model calls, tool calls and
+    /// state checks included.
     pub episode_timeout: Duration,
     /// Time allowed for the final evaluation (testcases can be slow on real devices).
     pub evaluate_timeout: Duration,
+    /// Tokens (prompt + completion, summed over the turns) after which the episode ends.
+    pub max_tokens: Option<u64>,
+    /// Cost in US dollars (the turns' tokens at `price`) after which the episode ends.
+    pub max_cost_usd: Option<f64>,
+    /// The price of the agent's model: each record gets its cost ([`COST_METRIC`]).
+    pub price: Option<Price>,
 }
 
 impl Default for Budget {
@@ -42,6 +57,25 @@ impl Default for Budget {
             max_steps: 10,
             episode_timeout: Duration::from_secs(300),
             evaluate_timeout: Duration::from_secs(120),
+            max_tokens: None,
+            max_cost_usd: None,
+            price: None,
+        }
+    }
+}
+
+impl Budget {
+    /// The limit the tokens spent so far passed, if any. Checked after each turn: the turn
+    /// that passes a limit is not played (its calls are not run), as a turn past the time
+    /// limit is not.
+    fn spent(&self, usage: &crate::TokenUsage) -> Option<EndReason> {
+        if self.max_tokens.is_some_and(|max| usage.total() > max) {
+            return Some(EndReason::TokenBudget);
+        }
+        let cost = self.price.map(|p| p.cost_usd(usage));
+        match (self.max_cost_usd, cost) {
+            (Some(max), Some(cost)) if cost > max => Some(EndReason::CostBudget),
+            _ => None,
         }
     }
 }
@@ -107,6 +141,9 @@ impl Runner {
                 "max_steps": self.budget.max_steps,
                 "episode_timeout_s": self.budget.episode_timeout.as_secs_f64(),
                 "evaluate_timeout_s": self.budget.evaluate_timeout.as_secs_f64(),
+                "max_tokens": self.budget.max_tokens,
+                "max_cost_usd": self.budget.max_cost_usd,
+                "price_per_million_tokens_usd": self.budget.price,
             },
             "concurrency": self.concurrency,
         })
@@ -119,28 +156,44 @@ impl Runner {
         source: &dyn TaskSource,
         store: &mut RunDir,
         progress: &dyn Progress,
-        mut stop: watch::Receiver<bool>,
+        stop: watch::Receiver<bool>,
     ) -> Result<RunStats, RunError> {
-        let done: HashSet<String> = store.completed()?;
-        progress.started(source.len_hint(), done.len());
+        self.run_epochs(source, store, progress, stop, 1).await
+    }
+
+    /// [`Runner::run`], each task `epochs` times (at least once): the episodes (task, epoch)
+    /// that `store` has not completed yet, epoch by epoch, so that a run stopped early has
+    /// whole epochs rather than some tasks K times and others never.
+    pub async fn run_epochs(
+        &self,
+        source: &dyn TaskSource,
+        store: &mut RunDir,
+        progress: &dyn Progress,
+        mut stop: watch::Receiver<bool>,
+        epochs: u32,
+    ) -> Result<RunStats, RunError> {
+        let epochs = epochs.max(1);
+        let done: HashSet<(String, u32)> = store.completed()?;
+        let already = done.iter().filter(|(_, e)| *e < epochs).count();
+        progress.started(source.len_hint().map(|n| n * epochs as usize), already);
         let mut stats = RunStats::default();
         let mut in_flight: JoinSet<(EpisodeRecord, Trajectory)> = JoinSet::new();
-        let mut meta: HashMap<tokio::task::Id, Task> = HashMap::new();
-        let mut tasks = source.tasks();
+        let mut meta: HashMap<tokio::task::Id, (Task, u32)> = HashMap::new();
+        let mut episodes = (0..epochs).flat_map(|epoch| source.tasks().map(move |task| (task, epoch)));
         let concurrency = self.concurrency.max(1);
 
         loop {
             while in_flight.len() < concurrency && !*stop.borrow() {
-                let Some(task) = tasks.next() else { break };
+                let Some((task, epoch)) = episodes.next() else { break };
                 let task = task?;
-                if done.contains(&task.id) {
+                if done.contains(&(task.id.clone(), epoch)) {
                     stats.skipped += 1;
                     continue;
                 }
                 let runner = self.clone();
                 let owned = task.clone();
-                let handle = in_flight.spawn(async move { runner.run_episode(&owned).await });
-                meta.insert(handle.id(), task);
+                let handle = in_flight.spawn(async move { runner.run_attempt(&owned, epoch).await });
+                meta.insert(handle.id(), (task, epoch));
             }
             if in_flight.is_empty() {
                 break;
@@ -157,10 +210,12 @@ impl Runner {
                 }
                 Err(join_error) => {
                     let task = meta.remove(&join_error.id());
-                    let Some(task) = task else { continue };
+                    let Some((task, epoch)) = task else { continue };
                     let message = format!("episode panicked: {join_error}");
-                    tracing::error!(task = %task.id, "{message}");
-                    panicked(&task, self.agent.name(), message)
+                    tracing::error!(task = %task.id, epoch, "{message}");
+                    let (mut record, trajectory) = panicked(&task, self.agent.name(), message);
+                    record.epoch = epoch;
+                    (record, trajectory)
                 }
             };
             match record.status {
@@ -170,19 +225,26 @@ impl Runner {
             store.append(&record, &trajectory)?;
             progress.finished(&record);
         }
-        stats.interrupted = *stop.borrow() && tasks.next().is_some();
+        stats.interrupted = *stop.borrow() && episodes.next().is_some();
         Ok(stats)
     }
 
     /// Runs one episode from start to scores. Never fails: what goes wrong is in the record,
     /// and the steps made before it went wrong stay in the trajectory.
     pub async fn run_episode(&self, task: &Task) -> (EpisodeRecord, Trajectory) {
+        self.run_attempt(task, 0).await
+    }
+
+    /// [`Runner::run_episode`] as attempt `epoch` at the task: the agent is made for that
+    /// epoch ([`AgentFactory::create_for_epoch`]) and the record says which it was.
+    pub async fn run_attempt(&self, task: &Task, epoch: u32) -> (EpisodeRecord, Trajectory) {
         let started = Instant::now();
         let mut trajectory = Trajectory::new(&task.id, self.agent.name());
-        let result = match self.env.create(task).await {
+        let created = timed(&mut trajectory.timing.setup_us, self.env.create(task)).await;
+        let result = match created {
             Ok(mut env) => {
-                let result = self.drive(task, env.as_mut(), started, &mut trajectory).await;
-                if let Err(e) = env.close().await {
+                let result = self.drive(task, epoch, env.as_mut(), started, &mut trajectory).await;
+                if let Err(e) = timed(&mut trajectory.timing.close_us, env.close()).await {
                     tracing::warn!(task = %task.id, "closing the environment failed: {e}");
                 }
                 result
@@ -191,6 +253,7 @@ impl Runner {
         };
         trajectory.wall_ms = ms(started);
         let mut record = record_of(task, &trajectory);
+        record.epoch = epoch;
         match result {
             Ok(()) => record.metrics = self.scorers.iter().flat_map(|s| s.score(task, &trajectory)).collect(),
             Err((cause, message)) => {
@@ -202,6 +265,11 @@ impl Runner {
                 record.cause = Some(cause);
             }
         }
+        if let Some(price) = self.budget.price {
+            // Errored episodes too: their tokens were paid for.
+            record.metrics.push(Metric::value(COST_METRIC, price.cost_usd(&record.tokens)));
+        }
+        record.class = Some(record.derive_class());
         (record, trajectory)
     }
 
@@ -209,22 +277,26 @@ impl Runner {
     async fn drive(
         &self,
         task: &Task,
+        epoch: u32,
         env: &mut dyn Environment,
         started: Instant,
         trajectory: &mut Trajectory,
     ) -> Result<(), Failure> {
-        let deadline = started + self.budget.episode_timeout;
-        trajectory.brief = env.reset(task).await.map_err(env_failure)?;
+        let timing: &mut Timing = &mut trajectory.timing;
+        trajectory.brief = timed(&mut timing.setup_us, env.reset(task)).await.map_err(env_failure)?;
+        // The time limit is the agent's: it starts once the environment is ready.
+        let deadline = Instant::now() + self.budget.episode_timeout;
         let mut tools: Vec<ToolSpec> = env.tools();
         tools.push(ToolSpec::finish(env.answer_schema(task)));
         let schemas: HashMap<String, Value> =
             tools.iter().map(|t| (t.name.clone(), t.parameters.clone())).collect();
 
-        let mut agent = self.agent.create(task).map_err(agent_failure)?;
-        trajectory.initial_check = env.check().await.map_err(env_failure)?;
+        let mut agent = timed_sync(&mut timing.agent_us, || self.agent.create_for_epoch(task, epoch))
+            .map_err(agent_failure)?;
+        trajectory.initial_check = timed(&mut timing.checks_us, env.check()).await.map_err(env_failure)?;
         let episode =
             EpisodeStart { task, brief: &trajectory.brief, tools: &tools, max_steps: self.budget.max_steps };
-        agent.start(&episode).await.map_err(agent_failure)?;
+        timed(&mut timing.agent_us, agent.start(&episode)).await.map_err(agent_failure)?;
 
         let mut feedback: Vec<Observation> = Vec::new();
         let mut turn_index = 0;
@@ -233,12 +305,25 @@ impl Runner {
             if steps.len() >= self.budget.max_steps {
                 break EndReason::StepBudget;
             }
-            let turn: AgentTurn = match timeout_at(deadline, agent.step(&feedback)).await {
-                Err(_) => break EndReason::TimeBudget,
-                Ok(Err(e)) => return Err(agent_failure(e)),
-                Ok(Ok(turn)) => turn,
-            };
+            let turn: AgentTurn =
+                match timed(&mut timing.agent_us, timeout_at(deadline, agent.step(&feedback))).await {
+                    Err(_) => break EndReason::TimeBudget,
+                    Ok(Err(AgentError::Protocol { message, .. })) => {
+                        // The agent answered, but not a turn: its failure, scored as one.
+                        tracing::warn!(task = %task.id, "the agent's answer is unusable: {message}");
+                        trajectory.end_detail = Some(message);
+                        break EndReason::UnusableOutput;
+                    }
+                    Ok(Err(e)) => return Err(agent_failure(e)),
+                    Ok(Ok(turn)) => turn,
+                };
             trajectory.transcript.extend(turn.transcript);
+            if let Some(u) = turn.usage {
+                trajectory.usage += u;
+            }
+            if let Some(limit) = self.budget.spent(&trajectory.usage) {
+                break limit;
+            }
             if turn.calls.is_empty() {
                 break EndReason::AgentStopped;
             }
@@ -266,14 +351,17 @@ impl Runner {
                     }
                     Some(schema) => match schema::validate(schema, &call.arguments) {
                         Err(msg) => (Observation::error(&call, format!("tool `{}`: {msg}", call.name)), true),
-                        Ok(()) => match timeout_at(deadline, env.execute(&call)).await {
+                        Ok(()) => match timed(&mut timing.tools_us, timeout_at(deadline, env.execute(&call)))
+                            .await
+                        {
                             Err(_) => break 'episode EndReason::TimeBudget,
                             Ok(Err(e)) => return Err(env_failure(e)),
                             Ok(Ok(obs)) => (obs, false),
                         },
                     },
                 };
-                let check: StateCheck = env.check().await.map_err(env_failure)?;
+                let check: StateCheck =
+                    timed(&mut timing.checks_us, env.check()).await.map_err(env_failure)?;
                 steps.push(Step {
                     index: steps.len(),
                     turn: turn_index,
@@ -293,7 +381,12 @@ impl Runner {
         trajectory.end = end;
 
         let eval_deadline = Instant::now() + self.budget.evaluate_timeout;
-        let outcome = match timeout_at(eval_deadline, env.evaluate(task, trajectory.answer.as_ref())).await {
+        let evaluated = timed(
+            &mut timing.evaluate_us,
+            timeout_at(eval_deadline, env.evaluate(task, trajectory.answer.as_ref())),
+        )
+        .await;
+        let outcome = match evaluated {
             Err(_) => return Err((ErrorCause::Infrastructure, "the final evaluation timed out".into())),
             Ok(Err(e)) => return Err(env_failure(e)),
             Ok(Ok(outcome)) => outcome,
@@ -301,6 +394,22 @@ impl Runner {
         trajectory.outcome = Some(outcome);
         Ok(())
     }
+}
+
+/// Awaits `work`, adding the microseconds it took to `slot` (microseconds: parts of a
+/// millisecond, added up over an episode's steps, are not lost).
+async fn timed<T>(slot: &mut u64, work: impl Future<Output = T>) -> T {
+    let start = Instant::now();
+    let out = work.await;
+    *slot += start.elapsed().as_micros() as u64;
+    out
+}
+
+fn timed_sync<T>(slot: &mut u64, work: impl FnOnce() -> T) -> T {
+    let start = Instant::now();
+    let out = work();
+    *slot += start.elapsed().as_micros() as u64;
+    out
 }
 
 fn ms(since: Instant) -> u64 {
@@ -311,6 +420,7 @@ fn ms(since: Instant) -> u64 {
 fn record_of(task: &Task, trajectory: &Trajectory) -> EpisodeRecord {
     EpisodeRecord {
         task_id: task.id.clone(),
+        epoch: 0,
         application: task.application.clone(),
         level: task.level,
         label: task.label.clone(),
@@ -323,7 +433,9 @@ fn record_of(task: &Task, trajectory: &Trajectory) -> EpisodeRecord {
         steps: trajectory.steps.len(),
         invalid_steps: trajectory.steps.iter().filter(|s| s.invalid).count(),
         wall_ms: trajectory.wall_ms,
+        timing: trajectory.timing,
         tokens: trajectory.tokens(),
+        class: None,
         metrics: vec![],
     }
 }
@@ -335,8 +447,14 @@ fn env_failure(e: EnvError) -> Failure {
     (e.cause(), e.to_string())
 }
 
+/// A model API that failed after the agent's retries is infrastructure (`--resume` retries it);
+/// an agent that cannot be set up is a configuration to fix.
 fn agent_failure(e: AgentError) -> Failure {
-    (ErrorCause::Agent, e.to_string())
+    let cause = match e {
+        AgentError::Unreachable { .. } => ErrorCause::ModelApi,
+        AgentError::Protocol { .. } | AgentError::Config { .. } => ErrorCause::Agent,
+    };
+    (cause, e.to_string())
 }
 
 /// The record of an episode that panicked (nothing of its trajectory survives).
@@ -346,5 +464,6 @@ fn panicked(task: &Task, agent: &str, error: String) -> (EpisodeRecord, Trajecto
     record.status = EpisodeStatus::Errored;
     record.error = Some(error);
     record.cause = Some(ErrorCause::Infrastructure);
+    record.class = Some(record.derive_class());
     (record, trajectory)
 }

@@ -3,14 +3,15 @@
 //! ```text
 //! RUN/config.json          the resolved configuration (task source, env, agent, budgets)
 //! RUN/episodes.jsonl       one EpisodeRecord per finished episode, appended and synced
-//! RUN/trajectories/ID.cbor the full Trajectory of each episode
+//! RUN/trajectories/ID.cbor the full Trajectory of each episode (ID~E.cbor: epoch E > 0)
 //! RUN/summary.json, summary.txt  written at the end of a run
 //! ```
 //!
 //! A line in `episodes.jsonl` is the commit point of an episode: its trajectory is written
 //! (atomically, by rename) before it. A run killed at any point therefore loses at most the
 //! episodes in flight, and [`RunDir::open`] cuts a torn last line, so a resumed run redoes
-//! exactly the episodes that have no complete record.
+//! exactly the episodes that have no complete record. An episode is a (task, epoch): a run with
+//! `--epochs K` runs each task K times, and its records say which attempt each is.
 
 use std::collections::{BTreeMap, HashSet};
 use std::fs::{self, File, OpenOptions};
@@ -124,24 +125,30 @@ impl RunDir {
         Ok(records)
     }
 
-    /// The latest record of each task, by task id.
+    /// The latest record of each task's first epoch, by task id: every task of a run
+    /// without epochs.
     pub fn latest(&self) -> Result<BTreeMap<String, EpisodeRecord>, StoreError> {
-        Ok(self.records()?.into_iter().map(|r| (r.task_id.clone(), r)).collect())
+        Ok(self.records()?.into_iter().filter(|r| r.epoch == 0).map(|r| (r.task_id.clone(), r)).collect())
     }
 
-    /// Tasks that need no further run: their latest record is completed.
-    pub fn completed(&self) -> Result<HashSet<String>, StoreError> {
+    /// The latest record of each episode, by (task id, epoch).
+    pub fn episodes(&self) -> Result<BTreeMap<(String, u32), EpisodeRecord>, StoreError> {
+        Ok(self.records()?.into_iter().map(|r| ((r.task_id.clone(), r.epoch), r)).collect())
+    }
+
+    /// Episodes, (task id, epoch), that need no further run: their latest record is completed.
+    pub fn completed(&self) -> Result<HashSet<(String, u32)>, StoreError> {
         Ok(self
-            .latest()?
-            .into_values()
-            .filter(|r| r.status == EpisodeStatus::Completed)
-            .map(|r| r.task_id)
+            .episodes()?
+            .into_iter()
+            .filter(|(_, r)| r.status == EpisodeStatus::Completed)
+            .map(|(key, _)| key)
             .collect())
     }
 
     /// Commits one finished episode: trajectory first, then its record line.
     pub fn append(&mut self, record: &EpisodeRecord, trajectory: &Trajectory) -> Result<(), StoreError> {
-        let traj_path = self.trajectory_path(&record.task_id);
+        let traj_path = self.trajectory_path(&record.task_id, record.epoch);
         let episodes_path = self.path.join(EPISODES);
         let Some(episodes) = self.episodes.as_mut() else {
             return Err(StoreError::io(episodes_path)(read_only()));
@@ -160,8 +167,14 @@ impl RunDir {
         Ok(())
     }
 
+    /// The trajectory of a task's first epoch.
     pub fn trajectory(&self, task_id: &str) -> Result<Trajectory, StoreError> {
-        let path = self.trajectory_path(task_id);
+        self.trajectory_of(task_id, 0)
+    }
+
+    /// The trajectory of one epoch of a task.
+    pub fn trajectory_of(&self, task_id: &str, epoch: u32) -> Result<Trajectory, StoreError> {
+        let path = self.trajectory_path(task_id, epoch);
         let file = File::open(&path).map_err(StoreError::io(&path))?;
         ciborium::from_reader(BufReader::new(file))
             .map_err(|e| StoreError::Format { path, message: e.to_string() })
@@ -175,8 +188,14 @@ impl RunDir {
         write_atomic(&self.path.join("summary.txt"), text.as_bytes())
     }
 
-    fn trajectory_path(&self, task_id: &str) -> PathBuf {
-        self.path.join(TRAJECTORIES).join(format!("{}.cbor", file_stem(task_id)))
+    /// `ID.cbor` for epoch 0 (as before epochs existed), `ID~E.cbor` for epoch E: `~` never
+    /// appears in a [`file_stem`], so no task's name can collide with another's epoch.
+    fn trajectory_path(&self, task_id: &str, epoch: u32) -> PathBuf {
+        let name = match epoch {
+            0 => format!("{}.cbor", file_stem(task_id)),
+            e => format!("{}~{e}.cbor", file_stem(task_id)),
+        };
+        self.path.join(TRAJECTORIES).join(name)
     }
 }
 
@@ -227,6 +246,7 @@ mod tests {
     fn record(id: &str, status: EpisodeStatus) -> EpisodeRecord {
         EpisodeRecord {
             task_id: id.into(),
+            epoch: 0,
             application: "dcgraph".into(),
             level: 1,
             label: "add".into(),
@@ -239,6 +259,8 @@ mod tests {
             steps: 0,
             invalid_steps: 0,
             wall_ms: 1,
+            timing: Default::default(),
+            class: None,
             tokens: Default::default(),
             metrics: vec![],
         }
@@ -255,6 +277,9 @@ mod tests {
             end: EndReason::Finished,
             outcome: None,
             wall_ms: 1,
+            timing: Default::default(),
+            usage: Default::default(),
+            end_detail: None,
             transcript: vec![],
         }
     }
@@ -294,7 +319,28 @@ mod tests {
         assert_eq!(run.config().expect("config"), json!({"seed": 1}));
         assert_eq!(run.records().expect("records").len(), 2);
         let done = run.completed().expect("completed");
-        assert!(done.contains("a") && !done.contains("b") && !done.contains("c"));
+        let key = |id: &str| (id.to_string(), 0);
+        assert!(done.contains(&key("a")) && !done.contains(&key("b")) && !done.contains(&key("c")));
         assert_eq!(run.trajectory("a").expect("cbor"), trajectory("a"));
+    }
+
+    #[test]
+    fn epochs_of_a_task_are_separate_episodes() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut run = RunDir::create(dir.path(), &json!({})).expect("create");
+        let at = |id: &str, epoch, status| EpisodeRecord { epoch, ..record(id, status) };
+        let mut second = trajectory("a");
+        second.answer = Some(json!(4));
+        run.append(&at("a", 0, EpisodeStatus::Completed), &trajectory("a")).expect("append");
+        run.append(&at("a", 1, EpisodeStatus::Errored), &second).expect("append");
+        run.append(&at("a", 1, EpisodeStatus::Completed), &second).expect("retry");
+        run.append(&at("a", 2, EpisodeStatus::Errored), &trajectory("a")).expect("append");
+        let done = run.completed().expect("completed");
+        assert_eq!(done, HashSet::from([("a".to_string(), 0), ("a".to_string(), 1)]));
+        assert_eq!(run.episodes().expect("episodes").len(), 3);
+        assert_eq!(run.latest().expect("latest").len(), 1, "latest is the first epoch's");
+        assert_eq!(run.trajectory("a").expect("epoch 0"), trajectory("a"));
+        assert_eq!(run.trajectory_of("a", 1).expect("epoch 1"), second);
+        assert!(dir.path().join(TRAJECTORIES).join("a~1.cbor").is_file());
     }
 }

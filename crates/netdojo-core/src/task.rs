@@ -190,6 +190,13 @@ pub fn task_seed(seed: u64, index: u64) -> u64 {
     splitmix64(seed ^ splitmix64(index))
 }
 
+/// The seed of attempt `epoch` at a task (`eval --epochs`) for an agent seeded with `seed`:
+/// `seed` itself for epoch 0 (what the agent does without epochs), an independent one for
+/// each later epoch.
+pub fn epoch_seed(seed: u64, epoch: u32) -> u64 {
+    if epoch == 0 { seed } else { task_seed(seed, u64::from(epoch)) }
+}
+
 /// `count` tasks from a generator and a seed.
 pub struct GeneratedSuite<G> {
     pub generator: G,
@@ -301,6 +308,8 @@ impl StaticSuite {
                 .map_err(io)?
                 .filter_map(|e| e.ok().map(|e| e.path()))
                 .filter(|p| matches!(p.extension().and_then(|e| e.to_str()), Some("json" | "jsonl")))
+                // The suite's manifest (`generate`'s, crate::suite) is not a task.
+                .filter(|p| !p.to_string_lossy().ends_with(crate::suite::MANIFEST_SUFFIX))
                 .collect();
             files.sort();
             for file in files {

@@ -29,6 +29,23 @@ impl ToolSpec {
         json!({"type": "object", "properties": properties, "required": required, "additionalProperties": false})
     }
 
+    /// The tool with `property` held to `values` (a JSON Schema `enum`): once an episode is
+    /// reset, the machines, devices or pods it names, so that a model reads the valid names in
+    /// the schema and a call naming another fails validation as the agent's own error. Nothing
+    /// changes when the tool has no such property or `values` is empty.
+    pub fn with_choices<S: AsRef<str>>(mut self, property: &str, values: &[S]) -> Self {
+        if values.is_empty() {
+            return self;
+        }
+        if let Some(schema) = self.parameters.get_mut("properties").and_then(|p| p.get_mut(property))
+            && let Some(schema) = schema.as_object_mut()
+        {
+            let values: Vec<Value> = values.iter().map(|v| json!(v.as_ref())).collect();
+            schema.insert("enum".into(), Value::Array(values));
+        }
+        self
+    }
+
     /// The `finish` tool. `answer` is the schema of the answer the task expects, if any.
     pub fn finish(answer: Option<Value>) -> Self {
         let (properties, required) = match answer {

@@ -74,11 +74,23 @@ impl EnvironmentFactory for CounterFactory {
     }
 }
 
-/// Plays a fixed list of turns; an `Err` turn is an unreachable model.
+/// How a scripted turn fails.
+#[derive(Debug, Clone, Copy)]
+enum Fail {
+    /// The model's API is down (after retries).
+    Api,
+    /// The agent answers something that is not a turn.
+    Garbled,
+    /// The agent is misconfigured.
+    Config,
+}
+
+/// Plays a fixed list of turns, each reporting `usage`; an `Err` turn fails as it says.
 #[derive(Clone)]
 struct Script {
-    turns: Vec<Result<Vec<ToolCall>, ()>>,
+    turns: Vec<Result<Vec<ToolCall>, Fail>>,
     delay: Duration,
+    usage: Option<TokenUsage>,
     made: Arc<AtomicUsize>,
 }
 
@@ -96,13 +108,17 @@ impl Agent for ScriptAgent {
         tokio::time::sleep(self.script.delay).await;
         let turn = self.script.turns.get(self.next).cloned().unwrap_or(Ok(vec![]));
         self.next += 1;
+        let agent = "script".to_string();
         match turn {
-            Ok(calls) => {
-                Ok(AgentTurn { reasoning: format!("turn {}", self.next), calls, ..Default::default() })
-            }
-            Err(()) => {
-                Err(AgentError::Unreachable { agent: "script".into(), message: "connection refused".into() })
-            }
+            Ok(calls) => Ok(AgentTurn {
+                reasoning: format!("turn {}", self.next),
+                calls,
+                usage: self.script.usage,
+                ..Default::default()
+            }),
+            Err(Fail::Api) => Err(AgentError::Unreachable { agent, message: "connection refused".into() }),
+            Err(Fail::Garbled) => Err(AgentError::Protocol { agent, message: "the turn is not JSON".into() }),
+            Err(Fail::Config) => Err(AgentError::Config { agent, message: "no examples".into() }),
         }
     }
 }
@@ -149,12 +165,12 @@ fn inc(by: Value) -> ToolCall {
 }
 
 fn runner(
-    turns: Vec<Result<Vec<ToolCall>, ()>>,
+    turns: Vec<Result<Vec<ToolCall>, Fail>>,
     budget: Budget,
     fail_on_execute: bool,
 ) -> (Runner, Arc<AtomicUsize>) {
     let made = Arc::new(AtomicUsize::new(0));
-    let script = Script { turns, delay: Duration::ZERO, made: made.clone() };
+    let script = Script { turns, delay: Duration::ZERO, usage: None, made: made.clone() };
     let runner = Runner {
         env: Arc::new(CounterFactory { fail_on_execute }),
         agent: Arc::new(script),
@@ -180,6 +196,12 @@ async fn a_good_episode_is_recorded_step_by_step_and_scored() {
     assert_eq!(t.answer, Some(json!(7)));
     assert_eq!(record.metric("correct"), Some(MetricValue::Pass(true)));
     assert_eq!(t.brief, "reach 7");
+    assert_eq!(record.class, Some(EpisodeClass::Solved));
+
+    let wrong = vec![Ok(vec![inc(json!(3)), ToolCall::finish(Some(json!(3)))])];
+    let (wrong, _) = crate::runner(wrong, Budget::default(), false);
+    let (record, _) = wrong.run_episode(&task("a", 7)).await;
+    assert_eq!(record.class, Some(EpisodeClass::Failed));
 }
 
 #[tokio::test]
@@ -203,6 +225,7 @@ async fn malformed_calls_are_answered_counted_invalid_and_change_nothing() {
     assert!(t.steps.iter().all(|s| !s.observation.ok));
     assert_eq!(t.outcome.expect("outcome").export, json!({"value": 0}));
     assert_eq!(record.end, EndReason::AgentStopped);
+    assert_eq!(record.class, Some(EpisodeClass::UnusableOutput), "nothing it sent could be used");
 }
 
 #[tokio::test]
@@ -215,9 +238,15 @@ async fn budgets_end_the_episode_and_unsafe_intermediate_states_are_seen() {
     assert_eq!(record.steps, 3);
     assert_eq!(t.steps.iter().map(|s| s.check.safe).collect::<Vec<_>>(), [true, true, false]);
     assert_eq!(record.metric("safe"), Some(MetricValue::Pass(false)));
+    assert_eq!(record.class, Some(EpisodeClass::StepBudget));
 
     let made = Arc::new(AtomicUsize::new(0));
-    let slow = Script { turns: vec![Ok(vec![inc(json!(1))]); 100], delay: Duration::from_millis(30), made };
+    let slow = Script {
+        turns: vec![Ok(vec![inc(json!(1))]); 100],
+        delay: Duration::from_millis(30),
+        usage: None,
+        made,
+    };
     let runner = Runner {
         agent: Arc::new(slow),
         budget: Budget { episode_timeout: Duration::from_millis(100), ..Budget::default() },
@@ -226,16 +255,20 @@ async fn budgets_end_the_episode_and_unsafe_intermediate_states_are_seen() {
     let (record, _) = runner.run_episode(&task("b", 1)).await;
     assert_eq!(record.end, EndReason::TimeBudget);
     assert_eq!(record.status, EpisodeStatus::Completed, "running out of time is a result, not an error");
+    assert_eq!(record.class, Some(EpisodeClass::TimeBudget));
+    assert!(record.class().in_rates());
 }
 
 #[tokio::test]
 async fn failures_outside_the_agent_mark_the_episode_errored_and_keep_its_steps() {
-    let turns = vec![Ok(vec![inc(json!(2))]), Err(())];
+    let turns = vec![Ok(vec![inc(json!(2))]), Err(Fail::Api)];
     let (runner, _) = runner(turns, Budget::default(), false);
     let (record, t) = runner.run_episode(&task("a", 2)).await;
     assert_eq!(record.status, EpisodeStatus::Errored);
     assert!(record.error.as_deref().unwrap_or("").contains("connection refused"), "{:?}", record.error);
-    assert_eq!(record.cause, Some(ErrorCause::Agent));
+    assert_eq!(record.cause, Some(ErrorCause::ModelApi));
+    assert_eq!(record.class, Some(EpisodeClass::ModelApiFailure));
+    assert!(!EpisodeClass::ModelApiFailure.in_rates());
     assert_eq!(t.steps.len(), 1, "the step before the failure is kept");
     assert!(record.metrics.is_empty(), "an errored episode is not scored");
 
@@ -244,8 +277,113 @@ async fn failures_outside_the_agent_mark_the_episode_errored_and_keep_its_steps(
     assert_eq!(record.status, EpisodeStatus::Errored);
     assert!(record.error.as_deref().unwrap_or("").contains("environment `counter`: daemon died"));
     assert_eq!(record.cause, Some(ErrorCause::Infrastructure));
+    assert_eq!(record.class, Some(EpisodeClass::EnvironmentFailure));
     let line = serde_json::to_value(&record).expect("record as JSON");
     assert_eq!(line["cause"], "infrastructure");
+    assert_eq!(line["class"], "environment_failure");
+
+    let (misconfigured, _) = crate::runner(vec![Err(Fail::Config)], Budget::default(), false);
+    let (record, _) = misconfigured.run_episode(&task("c", 2)).await;
+    assert_eq!((record.cause, record.class), (Some(ErrorCause::Agent), Some(EpisodeClass::InvalidSetup)));
+}
+
+#[tokio::test]
+async fn an_unusable_answer_ends_the_episode_as_the_agent_s_failure_and_is_scored() {
+    let turns = vec![Ok(vec![inc(json!(2))]), Err(Fail::Garbled)];
+    let (runner, _) = runner(turns, Budget::default(), false);
+    let (record, t) = runner.run_episode(&task("a", 2)).await;
+    assert_eq!(record.status, EpisodeStatus::Completed, "the agent's fault: in the rates");
+    assert_eq!(record.end, EndReason::UnusableOutput);
+    assert_eq!(record.class, Some(EpisodeClass::UnusableOutput));
+    assert_eq!(t.end_detail.as_deref(), Some("the turn is not JSON"));
+    assert_eq!(record.metric("correct"), Some(MetricValue::Pass(false)), "scored like any episode");
+    assert_eq!(t.steps.len(), 1);
+}
+
+fn usage(prompt: u64, completion: u64) -> TokenUsage {
+    TokenUsage { prompt_tokens: prompt, completion_tokens: completion, cached_tokens: prompt / 2 }
+}
+
+fn metered(turns: Vec<Result<Vec<ToolCall>, Fail>>, budget: Budget) -> Runner {
+    let (runner, made) = runner(vec![], budget, false);
+    let script = Script { turns, delay: Duration::from_millis(5), usage: Some(usage(100, 10)), made };
+    Runner { agent: Arc::new(script), ..runner }
+}
+
+#[tokio::test]
+async fn every_turn_s_tokens_are_counted_and_time_is_split_by_part() {
+    // The second turn's only call is `finish`: no step carries its tokens.
+    let turns = vec![Ok(vec![inc(json!(3))]), Ok(vec![ToolCall::finish(Some(json!(3)))])];
+    let (record, t) = metered(turns, Budget::default()).run_episode(&task("a", 3)).await;
+    assert_eq!(t.steps.len(), 1);
+    assert_eq!(t.steps[0].usage, Some(usage(100, 10)));
+    assert_eq!(t.tokens(), TokenUsage { prompt_tokens: 200, completion_tokens: 20, cached_tokens: 100 });
+    assert_eq!(record.tokens, t.tokens());
+    assert_eq!(record.metric("cost_usd"), None, "no price, no cost");
+    // Two turns of at least 5 ms each are the agent's; every part is within the wall time.
+    assert!(record.timing.agent_us >= 10_000, "{:?}", record.timing);
+    // wall_ms is cut to whole milliseconds, the parts to microseconds.
+    assert!(
+        record.timing.sum_us() < (record.wall_ms + 1) * 1000,
+        "{:?} > {} ms",
+        record.timing,
+        record.wall_ms
+    );
+    assert_eq!(record.timing, t.timing);
+    // A trajectory written before `usage` existed: the steps' tokens.
+    let mut old = serde_json::to_value(&t).expect("json");
+    old.as_object_mut().expect("object").remove("usage");
+    let old: Trajectory = serde_json::from_value(old).expect("an old trajectory reads");
+    assert_eq!(old.tokens(), usage(100, 10));
+}
+
+#[tokio::test]
+async fn token_and_cost_limits_end_the_episode_with_their_own_outcome() {
+    let turns: Vec<_> = (0..10).map(|_| Ok(vec![inc(json!(1))])).collect();
+    // 110 tokens a turn: the third turn passes 250 and is not played.
+    let budget = Budget { max_tokens: Some(250), ..Budget::default() };
+    let (record, t) = metered(turns.clone(), budget).run_episode(&task("a", 9)).await;
+    assert_eq!((record.end, record.class), (EndReason::TokenBudget, Some(EpisodeClass::TokenBudget)));
+    assert_eq!(t.steps.len(), 2, "the turn past the limit ran no call");
+    assert_eq!(record.tokens.total(), 330);
+    assert_eq!(record.status, EpisodeStatus::Completed);
+
+    // $10 (input; $5 cached) and $30 (output) per million: a turn costs (50·10 + 50·5 + 10·30)/1e6.
+    let price = Price { input: 10.0, cached_input: Some(5.0), output: 30.0 };
+    let budget = Budget { max_cost_usd: Some(0.003), price: Some(price), ..Budget::default() };
+    let (record, t) = metered(turns.clone(), budget).run_episode(&task("a", 9)).await;
+    assert_eq!((record.end, record.class), (EndReason::CostBudget, Some(EpisodeClass::CostBudget)));
+    assert_eq!(t.steps.len(), 2);
+    let cost = record.metric("cost_usd").map(MetricValue::as_f64).expect("a priced run records its cost");
+    assert!((cost - 3.0 * 1050.0 / 1e6).abs() < 1e-12, "{cost}");
+
+    // Priced with no limit: the episode runs to its end and its cost is recorded.
+    let budget = Budget { price: Some(price), ..Budget::default() };
+    let turns = vec![Ok(vec![inc(json!(1))]), Ok(vec![ToolCall::finish(Some(json!(1)))])];
+    let (record, _) = metered(turns, budget).run_episode(&task("a", 1)).await;
+    assert_eq!(record.class, Some(EpisodeClass::Solved));
+    let cost = record.metric("cost_usd").map(MetricValue::as_f64).expect("cost");
+    assert!((cost - 2.0 * 1050.0 / 1e6).abs() < 1e-12, "{cost}");
+}
+
+#[tokio::test]
+async fn a_model_api_failure_is_left_for_resume_to_retry() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let source = Tasks((0..2).map(|i| task(&format!("t{i}"), 1)).collect());
+    let (_never, stop) = watch::channel(false);
+    let (down, _) = runner(vec![Err(Fail::Api)], Budget::default(), false);
+    let mut store = RunDir::create(dir.path(), &json!({})).expect("create");
+    let stats = down.run(&source, &mut store, &Silent, stop.clone()).await.expect("run");
+    assert_eq!(stats, RunStats { errored: 2, ..RunStats::default() });
+    assert!(store.completed().expect("completed").is_empty());
+
+    let (up, made) =
+        runner(vec![Ok(vec![inc(json!(1)), ToolCall::finish(Some(json!(1)))])], Budget::default(), false);
+    let stats = up.run(&source, &mut store, &Silent, stop).await.expect("run");
+    assert_eq!(stats, RunStats { completed: 2, ..RunStats::default() });
+    assert_eq!(made.load(Ordering::SeqCst), 2, "both retried");
+    let latest = store.latest().expect("latest");
+    assert!(latest.values().all(|r| r.class() == EpisodeClass::Solved));
 }
 
 #[test]
@@ -260,6 +398,8 @@ fn errors_say_whose_they_are_and_old_records_still_read() {
         "wall_ms": 1, "metrics": []});
     let record: EpisodeRecord = serde_json::from_value(old).expect("an old record reads");
     assert_eq!(record.cause, None);
+    assert_eq!(record.class, None);
+    assert_eq!(record.class(), EpisodeClass::EnvironmentFailure, "derived from the record");
 }
 
 fn runner_failing() -> (Runner, Arc<AtomicUsize>) {

@@ -85,21 +85,27 @@ impl EnvironmentFactory for DcGraphFactory {
     }
 
     async fn create(&self, task: &Task) -> Result<Box<dyn Environment>, EnvError> {
-        if let Some(want) = task.setup.get("base_digest").and_then(Value::as_str)
-            && want != self.base.digest_hex()
-        {
-            return Err(EnvError::Task {
-                env: ENV.into(),
-                task_id: task.id.clone(),
-                message: format!(
-                    "the task was generated on a graph with digest {want}, but this environment's graph ({}) has digest {}",
-                    self.source.describe(),
-                    self.base.digest_hex()
-                ),
-            });
-        }
+        check_base(&self.base, &self.source, task)?;
         Ok(Box::new(DcGraphEnv::new(self.base.clone())))
     }
+}
+
+/// Refuses a task generated on another base graph than `base`.
+pub(crate) fn check_base(base: &Graph, source: &GraphSource, task: &Task) -> Result<(), EnvError> {
+    if let Some(want) = task.setup.get("base_digest").and_then(Value::as_str)
+        && want != base.digest_hex()
+    {
+        return Err(EnvError::Task {
+            env: ENV.into(),
+            task_id: task.id.clone(),
+            message: format!(
+                "the task was generated on a graph with digest {want}, but this environment's graph ({}) has digest {}",
+                source.describe(),
+                base.digest_hex()
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// One episode: a private copy of the graph that the agent's tools read and mutate.
@@ -112,7 +118,7 @@ pub struct DcGraphEnv {
 }
 
 /// The answer a label asks for: the part after the last `-` (`remove-count` → `count`).
-fn answer_kind(label: &str) -> &str {
+pub(crate) fn answer_kind(label: &str) -> &str {
     label.rsplit('-').next().unwrap_or(label)
 }
 

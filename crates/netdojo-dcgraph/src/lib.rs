@@ -12,8 +12,10 @@
 //! `index_within_jupiter`). [`FabricParams`] generates MALT-shaped fabrics; its default
 //! reproduces the real file's structure and counts.
 //!
-//! # Tools instead of generated code
-//! NetPress asks the model for a Python `process_graph` function; here the agent calls tools
+//! # Tools, or NetPress's generated code
+//! NetPress asks the model for a Python `process_graph` function; [`code`] offers exactly that
+//! (`--interaction code`: the code runs in netdojo-jail on the networkx graph of [`netpress`],
+//! docs/netpress.md says what differs from the paper). By default the agent calls tools
 //! ([`tools::tool_specs`]): `find_nodes`, `get_node`, `list_children`, `list_parents`,
 //! `count_descendants`, `capacity`, `add_node`, `add_edge`, `remove_node`, `remove_edge`,
 //! `update_node`, and `batch` (several of those as one atomic call). Mutating tools accept
@@ -33,8 +35,8 @@
 //! # Ground truth and differences from NetPress
 //! * Capacity of a node is the sum of `physical_capacity_bps` over all ports anywhere below it
 //!   (RK_CONTAINS and RK_CONTROLS edges, each port once). NetPress looked two levels down
-//!   only, which gives 0 for the control points of a control domain (their switches sit
-//!   behind an RK_CONTROLS edge, their ports one level further).
+//!   only, which gives 0 for the superblocks and the jupiter, whose ports lie further below
+//!   them.
 //! * Count follows the same hierarchy; list and rank use direct RK_CONTAINS children.
 //! * `remove` in the ground truth ([`ops::remove`]) removes the node and, recursively, every
 //!   descendant left without a hierarchy parent, so a removed switch takes its ports; the
@@ -47,17 +49,21 @@
 //!   rather than networkx isomorphism; answers are compared by type (count by equality, list
 //!   as a multiset, rank by names and capacities with ties in any order).
 
+pub mod code;
 pub mod env;
 pub mod fabric;
 pub mod malt;
 pub mod model;
+pub mod netpress;
 pub mod ops;
 pub mod queries;
 pub mod safety;
 pub mod tools;
 
+pub use code::{CodeFactory, CodeOracleFactory};
 pub use env::{DcGraphEnv, DcGraphFactory, GraphSource, answer_schema_for, brief};
 pub use fabric::FabricParams;
 pub use malt::MaltError;
 pub use model::{Attrs, EntityKind, Graph, GraphError, MergedView, Node, Relation};
-pub use queries::{LABELS, QueryGenerator};
+pub use netpress::Keying;
+pub use queries::{LABELS, QueryGenerator, Targets};

@@ -47,6 +47,47 @@ fn batch(calls: Vec<ToolCall>) -> Vec<ToolCall> {
     vec![ToolCall::new("batch", json!({"calls": calls}))]
 }
 
+/// How a count, list or rank query with no change before it picks the node it is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Targets {
+    /// As NetPress draws them (seed 003 §B): counts and ranks about aggregation blocks and
+    /// control domains, lists spread over aggregation blocks, control domains, racks and
+    /// switches (a kind first, then a node of it). A rank is drawn among the nodes whose
+    /// children's capacities are not all equal, so that its order says something (MALT's ports
+    /// are all 1 Gb/s but five: a switch's ports rank as one full tie).
+    #[default]
+    NetPress,
+    /// Any node with children, uniformly: most counts and ranks are then about a switch, a
+    /// chassis or a control point (answers 1 or 16, ranks of tied ports).
+    Uniform,
+}
+
+impl Targets {
+    pub fn name(self) -> &'static str {
+        match self {
+            Targets::NetPress => "netpress",
+            Targets::Uniform => "uniform",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Self> {
+        [Targets::NetPress, Targets::Uniform].into_iter().find(|t| t.name() == name)
+    }
+}
+
+/// The nodes a [`Targets::NetPress`] draw picks from.
+#[derive(Debug, Default)]
+struct NetPressTargets {
+    /// Aggregation blocks and control domains with children.
+    count: Vec<NodeIndex>,
+    /// Per kind (aggregation block, control domain, rack, switch), the nodes with RK_CONTAINS
+    /// children; kinds with none are left out.
+    list: Vec<Vec<NodeIndex>>,
+    /// Aggregation blocks and control domains whose children do not all have one capacity
+    /// (all of them when none differs).
+    rank: Vec<NodeIndex>,
+}
+
 /// Makes dcgraph tasks from a base graph. `generate(seed, index)` is pure: task `index`
 /// has label `LABELS[index % 12]` and operands drawn from a generator seeded by both.
 #[derive(Debug)]
@@ -61,6 +102,8 @@ pub struct QueryGenerator {
     blocks: Vec<NodeIndex>,
     containers: Vec<NodeIndex>,
     listable: Vec<NodeIndex>,
+    targets: Targets,
+    netpress: NetPressTargets,
 }
 
 /// What the first (mutating) step did, for the query that follows it.
@@ -98,6 +141,32 @@ impl QueryGenerator {
             !matches!(kind(ix), EntityKind::Chassis | EntityKind::ControlPoint | EntityKind::Port)
                 && has_contains(ix)
         });
+        let of_kinds = |kinds: &[EntityKind], with: &dyn Fn(NodeIndex) -> bool| {
+            of(&|ix| kinds.contains(kind(ix)) && with(ix))
+        };
+        let blocks_and_domains = [EntityKind::AggBlock, EntityKind::ControlDomain];
+        let ranked_apart = |ix: NodeIndex| {
+            let ranked = ops::rank(&base, ix);
+            ranked.first().map(|(_, c)| *c) != ranked.last().map(|(_, c)| *c)
+        };
+        let mut rank = of_kinds(&blocks_and_domains, &|ix| has_contains(ix) && ranked_apart(ix));
+        if rank.is_empty() {
+            rank = of_kinds(&blocks_and_domains, &has_contains);
+        }
+        let netpress = NetPressTargets {
+            count: of_kinds(&blocks_and_domains, &|ix| base.children(ix).any(|(r, _)| r.is_hierarchy())),
+            list: [
+                EntityKind::AggBlock,
+                EntityKind::ControlDomain,
+                EntityKind::Rack,
+                EntityKind::PacketSwitch,
+            ]
+            .into_iter()
+            .map(|k| of_kinds(&[k], &has_contains))
+            .filter(|v| !v.is_empty())
+            .collect(),
+            rank,
+        };
         let mut setup = source.describe();
         // The environment refuses a task whose base graph differs from its own.
         if let Some(m) = setup.as_object_mut() {
@@ -113,7 +182,15 @@ impl QueryGenerator {
             blocks,
             containers,
             listable,
+            targets: Targets::default(),
+            netpress,
         }
+    }
+
+    /// The same generator drawing its targets the other way.
+    pub fn with_targets(mut self, targets: Targets) -> Self {
+        self.targets = targets;
+        self
     }
 
     /// The base graph.
@@ -149,12 +226,15 @@ impl QueryGenerator {
         (n.kind.clone(), n.name.clone())
     }
 
+    /// The change before a query. `forced`: the node a `remove` removes, when the query
+    /// chose it.
     fn mutate(
         &self,
         g: &mut Graph,
         j: &mut Journal,
         rng: &mut ChaCha8Rng,
         op: &str,
+        forced: Option<(EntityKind, String)>,
     ) -> Result<Mutation, TaskError> {
         let gen_err = |m: String| TaskError::Generate { generator: "dcgraph".into(), message: m };
         let find = |g: &Graph, k: &(EntityKind, String)| {
@@ -262,11 +342,12 @@ give it one EK_PORT `{port}` with {CAPACITY_ATTR} {cap}, contained by the new sw
             }
             _ => {
                 // remove
-                let switch = rng.random_bool(0.6);
-                let target = if switch {
-                    self.key(*self.pick(rng, &self.switches, "packet switch")?)
-                } else {
-                    self.key(*self.pick(rng, &self.ports, "port")?)
+                let (switch, target) = match forced {
+                    Some(t) => (t.0 == EntityKind::PacketSwitch, t),
+                    None if rng.random_bool(0.6) => {
+                        (true, self.key(*self.pick(rng, &self.switches, "packet switch")?))
+                    }
+                    None => (false, self.key(*self.pick(rng, &self.ports, "port")?)),
                 };
                 let tix = find(g, &target)?;
                 let want = if switch {
@@ -316,11 +397,32 @@ give it one EK_PORT `{port}` with {CAPACITY_ATTR} {cap}, contained by the new sw
         let mut actions = Vec::new();
         let mut target = None;
         let mut switch = false;
+        // NetPress's draw for remove-rank: the rank is about a block or domain whose children
+        // differ, and the port removed lies below it (the parent of a removed port is its
+        // switch, whose other ports all tie).
+        let ranked = match (self.targets, first, query) {
+            (Targets::NetPress, Some("remove"), "rank") => {
+                let t = *self.pick(rng, &self.netpress.rank, "block with children")?;
+                let mut ports = Vec::new();
+                self.base.for_each_descendant(t, |n| {
+                    if n.kind == EntityKind::Port {
+                        ports.push(n.name.clone());
+                    }
+                });
+                ports.sort();
+                let port = ports.choose(rng).cloned().ok_or_else(|| TaskError::Generate {
+                    generator: "dcgraph".into(),
+                    message: format!("`{}` has no port below it", self.base.node(t).name),
+                })?;
+                Some((self.key(t), (EntityKind::Port, port)))
+            }
+            _ => None,
+        };
         if let Some(op) = first {
-            let m = self.mutate(g, j, rng, op)?;
+            let m = self.mutate(g, j, rng, op, ranked.as_ref().map(|(_, port)| port.clone()))?;
             text = m.text;
             actions = m.actions;
-            target = Some(m.parent);
+            target = Some(ranked.map_or(m.parent, |(t, _)| t));
             switch = m.switch;
         }
         if query.is_empty() {
@@ -329,7 +431,14 @@ give it one EK_PORT `{port}` with {CAPACITY_ATTR} {cap}, contained by the new sw
         let target = match target {
             Some(t) => t,
             None => {
-                let from = if query == "count" { &self.containers } else { &self.listable };
+                let np = &self.netpress;
+                let from: &[NodeIndex] = match (self.targets, query) {
+                    (Targets::Uniform, "count") => &self.containers,
+                    (Targets::Uniform, _) => &self.listable,
+                    (Targets::NetPress, "count") => &np.count,
+                    (Targets::NetPress, "list") => np.list.choose(rng).map_or(&[][..], Vec::as_slice),
+                    (Targets::NetPress, _) => &np.rank,
+                };
                 self.key(*self.pick(rng, from, "node with children")?)
             }
         };
@@ -392,7 +501,7 @@ impl TaskGenerator for QueryGenerator {
     }
 
     fn params(&self) -> Value {
-        json!({"source": self.source.describe(), "labels": LABELS.iter().map(|l| l.0).collect::<Vec<_>>()})
+        json!({"source": self.source.describe(), "labels": LABELS.iter().map(|l| l.0).collect::<Vec<_>>(), "targets": self.targets.name()})
     }
 
     fn generate(&self, seed: u64, index: u64) -> Result<Task, TaskError> {

@@ -219,6 +219,18 @@ fn edge_list(items: Vec<(String, String, String)>, what: &str) -> (String, Optio
     (text, Some(json!({"total": total, "items": shown, "truncated": total > MAX_ITEMS})))
 }
 
+/// Calls with each `batch` opened up, as `{"tool", "arguments"}` objects in order.
+pub fn flatten(calls: &[netdojo_core::ToolCall]) -> Vec<Value> {
+    let mut out = Vec::new();
+    for c in calls {
+        match c.arguments.get("calls").and_then(Value::as_array) {
+            Some(inner) if c.name == "batch" => out.extend(inner.iter().cloned()),
+            _ => out.push(serde_json::json!({"tool": c.name, "arguments": c.arguments})),
+        }
+    }
+    out
+}
+
 /// Whether a tool changes the graph.
 pub fn is_mutating(tool: &str) -> bool {
     matches!(tool, "add_node" | "add_edge" | "remove_node" | "remove_edge" | "update_node" | "batch")

@@ -4,8 +4,8 @@ use std::sync::Arc;
 
 use netdojo_core::{Environment, EnvironmentFactory, TaskGenerator, TaskKind, ToolCall};
 use netdojo_dcgraph::{
-    DcGraphEnv, DcGraphFactory, EntityKind, FabricParams, Graph, GraphSource, LABELS, QueryGenerator, malt,
-    safety,
+    DcGraphEnv, DcGraphFactory, EntityKind, FabricParams, Graph, GraphSource, LABELS, QueryGenerator,
+    Targets, malt, safety,
 };
 use serde_json::json;
 
@@ -63,6 +63,15 @@ fn real_file_counts_both_views_and_is_safe() {
     let merged = g.merged_view();
     assert_eq!((merged.nodes, merged.edges), (5493, 6424));
     assert_eq!(safety::violations(&g), Vec::<String>::new());
+    // The networkx graph of the code interaction, keyed by name as NetPress loaded it, and read
+    // back for the safety check.
+    let data = netdojo_dcgraph::netpress::node_link(&g, netdojo_dcgraph::Keying::Name);
+    assert_eq!(
+        (data["nodes"].as_array().map(Vec::len), data["links"].as_array().map(Vec::len)),
+        (Some(5493), Some(6424))
+    );
+    let back = netdojo_dcgraph::netpress::to_graph(&data).expect("reads back");
+    assert_eq!(safety::violations(&back), Vec::<String>::new());
     // Capacity over the full hierarchy: 5,115 ports at 1G, three at 2G, one at 4G, one at 5G.
     let ju = g.find("ju1", None).expect("ju1");
     assert_eq!(g.capacity(ju), 5115 * 1_000_000_000 + 3 * 2_000_000_000 + 4_000_000_000 + 5_000_000_000);
@@ -78,6 +87,15 @@ fn default_fabric_matches_the_real_model() {
     let merged = g.merged_view();
     assert_eq!((merged.nodes, merged.edges), (5493, 6424));
     assert_eq!(safety::violations(&g), Vec::<String>::new());
+    // The networkx graph of the code interaction, keyed by name as NetPress loaded it, and read
+    // back for the safety check.
+    let data = netdojo_dcgraph::netpress::node_link(&g, netdojo_dcgraph::Keying::Name);
+    assert_eq!(
+        (data["nodes"].as_array().map(Vec::len), data["links"].as_array().map(Vec::len)),
+        (Some(5493), Some(6424))
+    );
+    let back = netdojo_dcgraph::netpress::to_graph(&data).expect("reads back");
+    assert_eq!(safety::violations(&back), Vec::<String>::new());
     let again = FabricParams::default().generate();
     assert_eq!(g.digest(), again.digest());
     let other = FabricParams { seed: 7, ..FabricParams::default() }.generate();
@@ -283,4 +301,228 @@ async fn snapshots_of_tools_and_a_brief() {
     insta::assert_json_snapshot!("tools", e.tools());
     let brief = e.reset(&task).await.expect("reset");
     insta::assert_snapshot!("brief_s7_i9", brief);
+}
+
+/// The kinds a suite's queries are about and how many of its ranks are full ties, per label.
+fn mix(generator: &QueryGenerator, n: u64) -> BTreeMap<String, (Vec<String>, usize, usize)> {
+    let mut out: BTreeMap<String, (Vec<String>, usize, usize)> = BTreeMap::new();
+    for i in 0..n {
+        let task = generator.generate(5, i).expect("task");
+        let TaskKind::Constructive { actions, answer, .. } = &task.kind else { panic!("{task:?}") };
+        let entry = out.entry(task.label.clone()).or_default();
+        if let Some(kind) = actions.last().and_then(|a| a.arguments["kind"].as_str()) {
+            entry.0.push(kind.to_string());
+        }
+        if task.label.ends_with("rank") {
+            entry.1 += 1;
+            let caps: Vec<u64> = answer
+                .as_ref()
+                .and_then(|a| a.as_array())
+                .map(|a| a.iter().filter_map(|r| r["capacity_bps"].as_u64()).collect())
+                .unwrap_or_default();
+            entry.2 += usize::from(caps.windows(2).all(|w| w[0] == w[1]));
+        }
+    }
+    out
+}
+
+/// NetPress's draw (the default): counts and ranks about aggregation blocks and control
+/// domains, lists spread over four kinds, and at most 10% of rank queries a full tie; the
+/// uniform draw, kept as an option, is mostly about switches and ties. On the real MALT model
+/// too when it is here.
+#[test]
+fn the_query_mix_draws_targets_as_netpress_does() {
+    let params = FabricParams::default();
+    let mut graphs = vec![Arc::new(params.generate())];
+    graphs.extend(real().map(Arc::new));
+    for base in graphs {
+        let netpress = QueryGenerator::new(base.clone(), GraphSource::Generated(params.clone()));
+        let m = mix(&netpress, 600);
+        assert!(
+            m["count"].0.iter().all(|k| k == "EK_AGG_BLOCK" || k == "EK_CONTROL_DOMAIN"),
+            "{:?}",
+            m["count"]
+        );
+        assert!(
+            m["rank"].0.iter().all(|k| k == "EK_AGG_BLOCK" || k == "EK_CONTROL_DOMAIN"),
+            "{:?}",
+            m["rank"]
+        );
+        let list_kinds: std::collections::BTreeSet<&String> = m["list"].0.iter().collect();
+        assert!(list_kinds.len() >= 4, "{list_kinds:?}");
+        let (ranks, ties) =
+            ["rank", "remove-rank", "add-rank"].iter().fold((0, 0), |(r, t), l| (r + m[*l].1, t + m[*l].2));
+        assert!(ties * 10 <= ranks, "{ties} of {ranks} rank queries are full ties");
+
+        let uniform =
+            QueryGenerator::new(base, GraphSource::Generated(params.clone())).with_targets(Targets::Uniform);
+        let m = mix(&uniform, 600);
+        assert!(m["rank"].2 * 2 > m["rank"].1, "the uniform draw ranks tied ports: {:?}", m["rank"]);
+    }
+}
+
+// The code interaction: a model's Python in the jail. Needs root (namespaces), the venv of
+// `cargo xtask setup python` and the jail binary (built by `cargo test --workspace`); without
+// them these tests print why and pass, unless CI is set.
+
+mod code {
+    use std::time::{Duration, Instant};
+
+    use netdojo_core::{EnvironmentFactory, Task, TaskGenerator, ToolCall};
+    use netdojo_dcgraph::code::{self, CodeFactory, CodeRun, Limits, Python};
+    use netdojo_dcgraph::{Attrs, EntityKind, Graph, Keying, Relation, netpress};
+    use serde_json::{Value, json};
+
+    fn python_or_skip(what: &str) -> Option<Python> {
+        let why = if !nix_root() {
+            "needs root (the jail makes namespaces)".to_string()
+        } else if let Err(e) = netdojo_jail::binary() {
+            e.to_string()
+        } else {
+            match Python::from_venv(&code::default_venv()) {
+                Ok(p) => return Some(p),
+                Err(e) => e.to_string(),
+            }
+        };
+        assert!(std::env::var_os("CI").is_none(), "{what}: {why}");
+        eprintln!("skipping {what}: {why}");
+        None
+    }
+
+    fn nix_root() -> bool {
+        std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|s| {
+                s.lines().find(|l| l.starts_with("Uid:")).map(|l| l.split_whitespace().nth(2) == Some("0"))
+            })
+            .unwrap_or(false)
+    }
+
+    /// A switch with one port, as node-link data.
+    fn tiny() -> String {
+        let mut g = Graph::new();
+        let mut attrs = Attrs::new();
+        attrs.insert("switch_loc.stage".into(), json!(2));
+        let s = g.add_node(EntityKind::PacketSwitch, "s1", attrs).expect("switch");
+        let mut attrs = Attrs::new();
+        attrs.insert("physical_capacity_bps".into(), json!(1000));
+        let p = g.add_node(EntityKind::Port, "s1.p1", attrs).expect("port");
+        g.add_edge(s, p, Relation::Contains).expect("edge");
+        netpress::node_link(&g, Keying::Name).to_string()
+    }
+
+    fn run(python: &Python, body: &str, limits: Limits) -> CodeRun {
+        let code = format!(
+            "def process_graph(graph_data):\n{}",
+            body.lines().map(|l| format!("    {l}\n")).collect::<String>()
+        );
+        code::run_code(python, &tiny(), &code, limits).expect("the runner starts")
+    }
+
+    fn failed(run: &CodeRun) -> &str {
+        match run {
+            CodeRun::Failed { error, .. } => error,
+            other => panic!("expected a failure, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn hostile_code_reaches_nothing_and_every_failure_is_the_codes() {
+        let Some(python) = python_or_skip("hostile_code_reaches_nothing") else { return };
+        let quick = Limits { wall: Duration::from_secs(10), cpu_seconds: 2, memory_mib: 1024 };
+        // An answer comes back, with the code's run time and what it printed.
+        match run(
+            &python,
+            "print('hello')\nreturn {'type': 'text', 'data': str(graph_data.number_of_nodes()), 'updated_graph': nx.node_link_data(graph_data, edges='links')}",
+            quick,
+        ) {
+            CodeRun::Returned { data, printed, latency_s, updated_graph, .. } => {
+                assert_eq!(data, json!("2"));
+                assert_eq!(printed.trim(), "hello");
+                assert!(latency_s > 0.0 && latency_s < 5.0, "{latency_s}");
+                assert!(updated_graph.is_some());
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(failed(&run(&python, "raise ValueError('boom')", quick)).contains("ValueError: boom"));
+        assert!(failed(&run(&python, "return 42", quick)).contains("must return a dict"));
+        // No network at all: only a loopback that is down.
+        let net = run(&python, "import socket\nsocket.create_connection(('1.1.1.1', 53), timeout=2)", quick);
+        assert!(failed(&net).contains("Network is unreachable"), "{net:?}");
+        // The root is read-only; /tmp is the code's scratch.
+        assert!(
+            failed(&run(&python, "open('/usr/netdojo-test', 'w')", quick)).contains("Read-only file system")
+        );
+        assert!(failed(&run(&python, "open('/root/.bashrc')", quick)).contains("No such file"));
+        match run(
+            &python,
+            "open('/tmp/x', 'w').write('ok')\nreturn {'type': 'text', 'data': open('/tmp/x').read()}",
+            quick,
+        ) {
+            CodeRun::Returned { data, .. } => assert_eq!(data, json!("ok")),
+            other => panic!("{other:?}"),
+        }
+        // No new processes, no privilege, bounded memory.
+        assert!(failed(&run(&python, "import os\nos.fork()", quick)).contains("Operation not permitted"));
+        assert!(
+            failed(&run(&python, "import subprocess\nsubprocess.run(['true'])", quick))
+                .contains("Operation not permitted")
+        );
+        assert!(failed(&run(&python, "x = bytearray(3 * 1024 ** 3)", quick)).contains("MemoryError"));
+        // Past the CPU limit the kernel kills it (the wall clock is far); past the wall clock,
+        // netdojo kills its group (a sleeping process spends no CPU).
+        let spin = run(
+            &python,
+            "while True:\n    pass",
+            Limits { wall: Duration::from_secs(120), cpu_seconds: 1, ..quick },
+        );
+        assert!(
+            failed(&spin).contains("killed by signal") && failed(&spin).contains("1 s of CPU time"),
+            "{spin:?}"
+        );
+        let started = Instant::now();
+        let sleep =
+            run(&python, "import time\ntime.sleep(300)", Limits { wall: Duration::from_secs(5), ..quick });
+        assert!(failed(&sleep).contains("time limit of 5 s"), "{sleep:?}");
+        // Not the sleep's 300 s: the group was killed, not waited for.
+        assert!(started.elapsed() < Duration::from_secs(120), "{:?}", started.elapsed());
+    }
+
+    #[tokio::test]
+    async fn wrong_code_is_a_failed_unsafe_step_and_a_wrong_answer_fails() {
+        let Some(python) = python_or_skip("wrong_code_is_a_failed_step") else { return };
+        let generator = super::make_generator();
+        let factory = CodeFactory::new(
+            generator.graph().clone(),
+            netdojo_dcgraph::GraphSource::Generated(Default::default()),
+            Keying::Name,
+            python,
+            Limits::default(),
+        );
+        // Task 2 is a count.
+        let task: Task = generator.generate(1, 2).expect("task");
+        assert_eq!(task.label, "count");
+        let mut env = factory.create(&task).await.expect("env");
+        let brief = env.reset(&task).await.expect("reset");
+        assert!(brief.ends_with(&task.query), "{brief}");
+        assert!(env.check().await.expect("check").safe);
+        let call = ToolCall::new(
+            code::RUN_CODE,
+            json!({"code": "def process_graph(graph_data):\n    return 1 / 0\n"}),
+        );
+        let obs = env.execute(&call).await.expect("runs");
+        assert!(!obs.ok && obs.content.contains("ZeroDivisionError"), "{}", obs.content);
+        assert!(!env.check().await.expect("check").safe, "NetPress: failed code fails safety");
+        let outcome = env.evaluate(&task, None).await.expect("evaluates");
+        assert!(!outcome.solved() && outcome.checks[0].detail.contains("ZeroDivisionError"), "{outcome:?}");
+        // A graph returned unchanged but a wrong count: safe, not correct.
+        let code = "def process_graph(graph_data):\n    return {'type': 'text', 'data': '-1', 'updated_graph': nx.node_link_data(graph_data, edges='links')}\n";
+        let obs = env.execute(&ToolCall::new(code::RUN_CODE, json!({"code": code}))).await.expect("runs");
+        assert!(obs.ok, "{}", obs.content);
+        assert!(env.check().await.expect("check").safe);
+        let outcome = env.evaluate(&task, None).await.expect("evaluates");
+        assert!(!outcome.solved(), "{outcome:?}");
+        assert!(outcome.export["code_s"].as_f64().is_some_and(|s| s > 0.0), "{outcome:?}");
+        assert_eq!(outcome.export["type"], Value::String("text".into()));
+    }
 }

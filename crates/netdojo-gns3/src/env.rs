@@ -576,7 +576,9 @@ const GNS3_ANI: ani::Texts<'static> = ani::Texts {
 #[async_trait]
 impl Environment for Gns3Env {
     fn tools(&self) -> Vec<ToolSpec> {
-        ani::tool_specs(&GNS3_ANI)
+        // Once reset, `device` lists the nodes with a console (a model reads them in the schema).
+        let devices: Vec<&String> = self.devices.keys().collect();
+        ani::tool_specs(&GNS3_ANI).into_iter().map(|t| t.with_choices("device", &devices)).collect()
     }
 
     async fn reset(&mut self, task: &Task) -> Result<String, EnvError> {

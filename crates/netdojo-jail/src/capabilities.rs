@@ -17,6 +17,8 @@ pub fn kept(profile: Profile) -> CapsHashSet {
         Profile::Vtysh => &[CAP_DAC_OVERRIDE, CAP_NET_RAW],
         // What FRR's own privilege code asks for (zebra: NET_ADMIN, SYS_ADMIN, NET_RAW; bgpd:
         // NET_BIND_SERVICE ...), and SETUID/SETGID to become user frr while keeping them.
+        // Code that computes over a graph needs no privilege at all.
+        Profile::Code => &[],
         Profile::Daemon => &[
             CAP_NET_ADMIN,
             CAP_NET_RAW,

@@ -25,6 +25,7 @@
 pub mod capabilities;
 pub mod limits;
 pub mod mounts;
+pub mod run;
 pub mod seccomp;
 
 use std::ffi::OsString;
@@ -52,19 +53,26 @@ pub enum Profile {
     /// An FRR daemon of one router: writes only its run directories, keeps the capabilities
     /// FRR asks for, and stays in the host's PID namespace so that its pid file is true.
     Daemon,
+    /// Code a model wrote (NetPress §B.3's `process_graph`, run by a Python interpreter): a
+    /// network namespace of its own with nothing in it (no `--net`), no capabilities, no new
+    /// processes, nothing writable but a private `/tmp`.
+    Code,
 }
 
 impl Profile {
+    pub const ALL: [Profile; 4] = [Profile::Agent, Profile::Vtysh, Profile::Daemon, Profile::Code];
+
     pub fn name(self) -> &'static str {
         match self {
             Profile::Agent => "agent",
             Profile::Vtysh => "vtysh",
             Profile::Daemon => "daemon",
+            Profile::Code => "code",
         }
     }
 
     pub fn from_name(name: &str) -> Option<Self> {
-        [Profile::Agent, Profile::Vtysh, Profile::Daemon].into_iter().find(|p| p.name() == name)
+        Profile::ALL.into_iter().find(|p| p.name() == name)
     }
 
     /// Whether it gets a PID namespace (and so a `/proc` with only its own processes). A
@@ -75,7 +83,13 @@ impl Profile {
 
     /// Whether it may create processes (threads are always allowed).
     pub fn may_fork(self) -> bool {
-        !matches!(self, Profile::Agent)
+        !matches!(self, Profile::Agent | Profile::Code)
+    }
+
+    /// Whether it gets a fresh, empty network namespace instead of entering a node's (`--net`):
+    /// only a loopback that is down, so it reaches no network at all.
+    pub fn fresh_network(self) -> bool {
+        matches!(self, Profile::Code)
     }
 }
 
@@ -83,7 +97,8 @@ impl Profile {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Spec {
     pub profile: Profile,
-    /// The network namespace to enter (`/run/netns/NAME`).
+    /// The network namespace to enter (`/run/netns/NAME`); empty for a profile with a
+    /// [`Profile::fresh_network`].
     pub net: PathBuf,
     /// A UTS namespace to enter (a router's host name); without one, the jail gets a UTS
     /// namespace of its own, so `hostname NAME` renames nothing outside it.
@@ -97,6 +112,9 @@ pub struct Spec {
     pub host_wide_sysctls: Vec<String>,
     /// CPU seconds before the kernel kills it.
     pub cpu_seconds: u64,
+    /// Address space (virtual memory) in MiB, for the profiles that bound it (agent, vtysh,
+    /// code); `0` keeps the profile's default.
+    pub memory_mib: u64,
 }
 
 impl Spec {
@@ -109,7 +127,13 @@ impl Spec {
             readable: Vec::new(),
             host_wide_sysctls: Vec::new(),
             cpu_seconds: 10,
+            memory_mib: 0,
         }
+    }
+
+    /// A spec for a profile with a [`Profile::fresh_network`] (no namespace to name).
+    pub fn isolated(profile: Profile) -> Self {
+        Self::new(profile, PathBuf::new())
     }
 
     /// The jail's arguments for running `program` with `args` (put the jail binary in front).
@@ -119,8 +143,10 @@ impl Spec {
         S: Into<OsString>,
     {
         let mut out: Vec<OsString> = vec!["--profile".into(), self.profile.name().into()];
-        out.push("--net".into());
-        out.push(self.net.clone().into());
+        if !self.net.as_os_str().is_empty() {
+            out.push("--net".into());
+            out.push(self.net.clone().into());
+        }
         if let Some(uts) = &self.uts {
             out.push("--uts".into());
             out.push(uts.clone().into());
@@ -139,6 +165,10 @@ impl Spec {
         }
         out.push("--cpu".into());
         out.push(self.cpu_seconds.to_string().into());
+        if self.memory_mib > 0 {
+            out.push("--memory-mib".into());
+            out.push(self.memory_mib.to_string().into());
+        }
         out.push("--".into());
         out.push(program.into());
         out.extend(args.into_iter().map(Into::into));
@@ -169,13 +199,24 @@ impl Spec {
                     let n = text(words.next(), "--cpu")?;
                     spec.cpu_seconds = n.parse().map_err(|_| format!("--cpu `{n}` is not a number"))?;
                 }
+                "--memory-mib" => {
+                    let n = text(words.next(), "--memory-mib")?;
+                    spec.memory_mib = n.parse().map_err(|_| format!("--memory-mib `{n}` is not a number"))?;
+                }
                 "--" => break,
                 other => return Err(format!("unknown option `{other}`")),
             }
         }
         spec.profile = profile.ok_or("--profile is required")?;
-        if spec.net.as_os_str().is_empty() {
-            return Err("--net is required".into());
+        match (spec.profile.fresh_network(), spec.net.as_os_str().is_empty()) {
+            (false, true) => return Err("--net is required".into()),
+            (true, false) => {
+                return Err(format!(
+                    "profile `{}` runs in an empty network namespace of its own: --net is not allowed",
+                    spec.profile.name()
+                ));
+            }
+            _ => {}
         }
         let program = words.next().ok_or("no program after `--`")?;
         let program = PathBuf::from(program);
@@ -287,5 +328,25 @@ mod tests {
         assert_eq!(err("--profile nobody --net /x -- /bin/ip"), "unknown profile `nobody`");
         assert_eq!(err("--profile agent --net /x --bogus -- /bin/ip"), "unknown option `--bogus`");
         assert_eq!(err("--profile agent --net /x"), "no `-- PROGRAM` given");
+        assert_eq!(
+            err("--profile code --net /x -- /bin/true"),
+            "profile `code` runs in an empty network namespace of its own: --net is not allowed"
+        );
+        assert_eq!(
+            err("--profile code --memory-mib lots -- /bin/true"),
+            "--memory-mib `lots` is not a number"
+        );
+    }
+
+    #[test]
+    fn code_needs_no_namespace_and_reads_its_memory_limit_back() {
+        let mut spec = Spec::isolated(Profile::Code);
+        spec.readable.push("/opt/venv".into());
+        spec.cpu_seconds = 3;
+        spec.memory_mib = 512;
+        let argv = spec.args(Path::new("/usr/bin/python3"), ["-c", "pass"]);
+        assert!(!argv.iter().any(|a| a == "--net"), "{argv:?}");
+        let (back, _, _) = Spec::parse(&argv).expect("parses");
+        assert_eq!(back, spec);
     }
 }

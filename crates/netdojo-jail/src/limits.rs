@@ -26,6 +26,18 @@ fn table(spec: &Spec) -> Vec<(Resource, &'static str, u64)> {
         ]),
         // A daemon lives as long as its router; its logs and configuration are bounded by size.
         Profile::Daemon => limits.extend([(Resource::RLIMIT_FSIZE, "fsize", 64 * MIB)]),
+        // A model's code: an interpreter, a graph and what the code builds from it.
+        Profile::Code => limits.extend([
+            (Resource::RLIMIT_CPU, "cpu", spec.cpu_seconds.max(1)),
+            (Resource::RLIMIT_FSIZE, "fsize", 16 * MIB),
+            (Resource::RLIMIT_NOFILE, "nofile", 256),
+            (Resource::RLIMIT_AS, "as", 2048 * MIB),
+        ]),
+    }
+    if spec.memory_mib > 0 {
+        for limit in limits.iter_mut().filter(|l| l.0 == Resource::RLIMIT_AS) {
+            limit.2 = spec.memory_mib * MIB;
+        }
     }
     limits
 }

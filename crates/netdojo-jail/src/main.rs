@@ -1,7 +1,7 @@
-//! `netdojo-jail --profile agent|vtysh|daemon --net /run/netns/NODE [--uts PATH] [--rw DIR]...
-//! [--ro DIR]... [--host-sysctl net/KEY]... [--cpu SECONDS] -- /abs/PROGRAM ARGS...`
+//! `netdojo-jail --profile agent|vtysh|daemon|code [--net /run/netns/NODE] [--uts PATH] [--rw DIR]...
+//! [--ro DIR]... [--host-sysctl net/KEY]... [--cpu SECONDS] [--memory-mib MIB] -- /abs/PROGRAM ARGS...`
 //!
-//! Enters the node's network namespace, makes the namespaces of its own, builds the jail (see
+//! Enters the node's network namespace (profile `code`: makes an empty one), makes the namespaces of its own, builds the jail (see
 //! the library's [`netdojo_jail::contain`]) and `exec`s the program. With a PID namespace it
 //! stays as the parent of the namespace's first process and exits with its status (128 + the
 //! signal when it was killed). When the jail itself cannot be set up, it prints one line
@@ -65,6 +65,11 @@ fn fail(message: &str) -> ExitCode {
 
 /// The node's namespaces, then fresh mount, IPC (and UTS, PID) namespaces of the jail's own.
 fn enter(spec: &Spec) -> Result<(), SetupError> {
+    if spec.profile.fresh_network() {
+        // Nothing to enter: a network namespace of its own, with only a loopback that is down.
+        unshare(CloneFlags::CLONE_NEWNET).map_err(|e| SetupError::nix("unshare the network", e))?;
+        return unshare_rest(spec);
+    }
     let net =
         File::open(&spec.net).map_err(|e| SetupError::new(format!("open {}", spec.net.display()), e))?;
     // The caller checks this too; a jail must never be the host's own network.
@@ -79,6 +84,11 @@ fn enter(spec: &Spec) -> Result<(), SetupError> {
     setns(&net, CloneFlags::CLONE_NEWNET)
         .map_err(|e| SetupError::nix(format!("enter {}", spec.net.display()), e))?;
     drop(net);
+    unshare_rest(spec)
+}
+
+/// The mount, IPC, UTS (unless entered) and PID namespaces of the jail's own.
+fn unshare_rest(spec: &Spec) -> Result<(), SetupError> {
     let mut flags = CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWIPC;
     match &spec.uts {
         Some(path) => {

@@ -243,7 +243,7 @@ fn populate(spec: &Spec) -> Result<(), SetupError> {
 fn proc_sys(spec: &Spec) -> Result<(), SetupError> {
     let sys_dir = Path::new("/proc/sys");
     bind(sys_dir, sys_dir, false, false)?;
-    if spec.profile == Profile::Vtysh {
+    if matches!(spec.profile, Profile::Vtysh | Profile::Code) {
         return Ok(());
     }
     let net = sys_dir.join("net");

@@ -167,7 +167,7 @@ mod tests {
 
     #[test]
     fn every_profile_compiles() {
-        for profile in [Profile::Agent, Profile::Vtysh, Profile::Daemon] {
+        for profile in Profile::ALL {
             let programs = programs(profile).expect("compiles");
             assert_eq!(programs.len(), 2);
             assert!(programs.iter().all(|p| !p.is_empty()));
@@ -175,5 +175,6 @@ mod tests {
         assert!(denied(Profile::Agent).contains(&"fork"));
         assert!(!denied(Profile::Vtysh).contains(&"fork"));
         assert!(denied(Profile::Daemon).contains(&"setns"));
+        assert!(denied(Profile::Code).contains(&"fork"));
     }
 }

@@ -106,3 +106,31 @@ fn each_profile_keeps_only_its_capabilities_and_pid_namespace() {
         assert_eq!(field("Pid:") == "1", pid_ns, "{profile:?}: {text}");
     }
 }
+
+#[test]
+fn code_gets_an_empty_network_of_its_own_and_no_privilege() {
+    if !root_or_skip("the code profile") {
+        return;
+    }
+    let spec = Spec::isolated(Profile::Code);
+    let out = jail(&spec, "/usr/sbin/ip", &["-o", "link"]);
+    let links = String::from_utf8_lossy(&out.stdout);
+    // Only a loopback, down: nothing of the host's interfaces.
+    assert_eq!(links.lines().count(), 1, "{links}{}", stderr(&out));
+    assert!(links.contains("lo:") && links.contains("state DOWN"), "{links}");
+    let ours = std::fs::read_link("/proc/self/ns/net").expect("own netns");
+    let out = jail(&spec, "/usr/bin/readlink", &["/proc/self/ns/net"]);
+    assert_ne!(String::from_utf8_lossy(&out.stdout).trim(), ours.to_string_lossy(), "{}", stderr(&out));
+    let out = jail(&spec, "/usr/bin/cat", &["/proc/self/status"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let field = |name: &str| text.lines().find_map(|l| l.strip_prefix(name)).map(str::trim).unwrap_or("");
+    assert_eq!(field("CapBnd:"), "0000000000000000", "{text}");
+    assert_eq!(field("Pid:"), "1", "{text}");
+    assert_eq!(field("Seccomp:"), "2", "{text}");
+    // Its sysctls cannot be changed, and `--net` is refused for it.
+    let out = jail(&spec, "/usr/bin/sh", &["-c", "echo 1 > /proc/sys/net/ipv4/ip_forward"]);
+    assert_ne!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = jail(&Spec::new(Profile::Code, "/run/netns/x"), "/usr/bin/true", &[]);
+    assert_eq!(out.status.code(), Some(SETUP_EXIT));
+    assert!(stderr(&out).contains("--net is not allowed"), "{}", stderr(&out));
+}

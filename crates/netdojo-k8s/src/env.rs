@@ -271,7 +271,17 @@ impl Environment for K8sEnv {
                 json!({
                     "type": "object",
                     "properties": {
-                        "command": {"type": "string", "description": "The kubectl command line, with or without `kubectl`, e.g. `get networkpolicy -o yaml`."},
+                        "command": {
+                            "type": "string",
+                            "description": "The kubectl command line, with or without `kubectl`, e.g. `get networkpolicy -o yaml`.",
+                            "examples": [
+                                "get networkpolicy",
+                                "get networkpolicy cartservice -o yaml",
+                                "describe networkpolicy frontend",
+                                "patch networkpolicy cartservice --type json -p '[{\"op\":\"remove\",\"path\":\"/spec/ingress/0\"}]'",
+                                "get pods -o wide"
+                            ]
+                        },
                         "manifest": {"type": "string", "description": "YAML read by `apply -f -` (one or more NetworkPolicy documents)."}
                     },
                     "required": ["command"],

@@ -175,6 +175,27 @@ mod episodes {
             let (record, _) = noop.run_episode(&task).await;
             assert_eq!(metric(&record, "correct"), 0.0, "{}", task.label);
         }
+        // The random baseline runs real kubectl commands (from the tool's examples, with the
+        // names it has seen), so it does what the no-op agent does not.
+        let random = Runner {
+            budget: Budget { max_steps: 30, ..Budget::default() },
+            ..runner(Arc::new(netdojo_scripted::RandomFactory { seed: 7, steps: 30 }))
+        };
+        let task = K8sGenerator.generate(11, 0).expect("task");
+        let (record, trajectory) = random.run_episode(&task).await;
+        assert!(record.error.is_none(), "{:?}", record.error);
+        let kubectl: Vec<&netdojo_core::Step> =
+            trajectory.steps.iter().filter(|s| s.call.name == "kubectl").collect();
+        let verbs = kubectl
+            .iter()
+            .filter(|s| {
+                let command = s.call.arguments["command"].as_str().unwrap_or_default();
+                ["get ", "describe ", "patch "].iter().any(|v| command.starts_with(v))
+            })
+            .count();
+        let ran = kubectl.iter().filter(|s| s.observation.ok).count();
+        let seen: Vec<&str> = kubectl.iter().map(|s| s.observation.content.as_str()).collect();
+        assert!(verbs >= 3 && ran >= 1, "{seen:?}");
     }
 }
 

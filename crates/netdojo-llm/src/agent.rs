@@ -86,6 +86,14 @@ impl AgentFactory for LlmAgentFactory {
         self.model.agent()
     }
 
+    /// A seeded model samples with another seed in each epoch ([`ChatModel::for_epoch`]).
+    fn create_for_epoch(&self, task: &Task, epoch: u32) -> Result<Box<dyn Agent>, AgentError> {
+        match self.model.for_epoch(epoch) {
+            Some(model) if epoch > 0 => Self { model, ..self.clone() }.create(task),
+            _ => self.create(task),
+        }
+    }
+
     fn config(&self) -> Value {
         json!({
             "model": self.model.config(),
@@ -96,6 +104,12 @@ impl AgentFactory for LlmAgentFactory {
     }
 
     fn create(&self, task: &Task) -> Result<Box<dyn Agent>, AgentError> {
+        if self.settings.tools == ToolMode::Code && self.settings.strategy == Strategy::FewShot {
+            return Err(AgentError::Config {
+                agent: self.name().into(),
+                message: "strategy few-shot shows solved examples as tool calls; tool mode code has none (use single-turn or cot)".into(),
+            });
+        }
         let examples = match self.settings.strategy {
             Strategy::FewShot => {
                 let picked = prompt::examples_for(task, &self.pool, self.settings.shots);
@@ -162,16 +176,12 @@ pub struct LlmAgent {
 }
 
 impl LlmAgent {
+    /// Every error that reaches here is the model's API failing (after the retries for those
+    /// that retrying can help): a server that answers outside its protocol is no fault of the
+    /// agent under evaluation, whose unusable output is a malformed call instead. A full
+    /// context never gets here: it ends the agent's turns.
     fn error(&self, e: &ChatError) -> AgentError {
-        let agent = self.model.agent().to_string();
-        match e {
-            ChatError::Transport { .. } | ChatError::Status { .. } => {
-                AgentError::Unreachable { agent, message: e.to_string() }
-            }
-            ChatError::ContextFull { .. } | ChatError::Protocol { .. } => {
-                AgentError::Protocol { agent, message: e.to_string() }
-            }
-        }
+        AgentError::Unreachable { agent: self.model.agent().to_string(), message: e.to_string() }
     }
 
     /// Appends the results of the last reply's calls, in the order the model made them: tool
@@ -194,7 +204,7 @@ impl LlmAgent {
                     self.messages.push(Message::tool(&id, &tool, cut(&content, cap)));
                 }
             }
-            ToolMode::Text => {
+            ToolMode::Text | ToolMode::Code => {
                 let results = results
                     .iter()
                     .map(|(_, tool, ok, content)| {
@@ -386,9 +396,7 @@ impl Agent for LlmAgent {
             transcript.push(json!({ "turn": self.turn, "response": exchange.response }));
             let reply = exchange.reply;
             if let Some(u) = reply.usage {
-                let total = usage.get_or_insert_with(TokenUsage::default);
-                total.prompt_tokens += u.prompt_tokens;
-                total.completion_tokens += u.completion_tokens;
+                *usage.get_or_insert_with(TokenUsage::default) += u;
             }
 
             let (reasoning, mut calls) = match self.settings.tools {
@@ -400,11 +408,25 @@ impl Agent for LlmAgent {
                     }
                     (reasoning, calls)
                 }
+                ToolMode::Code => {
+                    // The paper's protocol: the reply's code runs once, and that is the answer.
+                    self.answered = true;
+                    let tool = self
+                        .tools
+                        .iter()
+                        .find(|t| t.name != netdojo_core::FINISH_TOOL)
+                        .map_or_else(|| "run_code".to_string(), |t| t.name.clone());
+                    let mut run = ToolCall::new(tool, json!({"code": text::extract_code(&reply.content)}));
+                    run.id = self.call_id(0);
+                    let mut finish = ToolCall::finish(None);
+                    finish.id = self.call_id(1);
+                    (reply.content.trim().to_string(), vec![run, finish])
+                }
             };
             if !reasoning.is_empty() {
                 reasonings.push(reasoning);
             }
-            if self.settings.strategy == Strategy::React {
+            if self.settings.strategy == Strategy::React && self.settings.tools != ToolMode::Code {
                 for extra in calls.iter_mut().skip(1) {
                     extra.malformed = Some("one action per turn: this call was not run".into());
                 }
@@ -508,7 +530,7 @@ mod tests {
         Reply {
             content: "thinking".into(),
             calls,
-            usage: Some(TokenUsage { prompt_tokens: 10, completion_tokens: 1 }),
+            usage: Some(TokenUsage { prompt_tokens: 10, completion_tokens: 1, cached_tokens: 0 }),
             finish_reason: None,
         }
     }
@@ -563,7 +585,10 @@ mod tests {
         let turn = agent.step(&[]).await.expect("turn");
         assert_eq!(turn.calls.len(), 1, "{:?}", turn.calls);
         assert_eq!(turn.calls[0].name, "exec", "the lookup never reaches the environment");
-        assert_eq!(turn.usage, Some(TokenUsage { prompt_tokens: 20, completion_tokens: 2 }));
+        assert_eq!(
+            turn.usage,
+            Some(TokenUsage { prompt_tokens: 20, completion_tokens: 2, cached_tokens: 0 })
+        );
         let requests = model.requests.lock().expect("lock").clone();
         assert_eq!(requests.len(), 2);
         assert_eq!(requests[0]["tools"], json!(["exec", LOOKUP_TOOL, "finish"]));
@@ -647,6 +672,34 @@ mod tests {
         assert!(
             factory.create(&task("netconf")).is_err_and(|e| e.to_string().contains("no command reference"))
         );
+    }
+
+    #[tokio::test]
+    async fn in_code_mode_the_reply_is_run_once_then_finished() {
+        let model = Arc::new(Scripted::default());
+        *model.replies.lock().expect("lock") = vec![Reply {
+            content: "Answer:\n```python\ndef process_graph(graph_data):\n    return 1\n```".into(),
+            ..Reply::default()
+        }];
+        let settings = Settings { tools: ToolMode::Code, strategy: Strategy::React, ..Settings::default() };
+        let factory = LlmAgentFactory::new(model.clone(), settings.clone());
+        let task = task("dcgraph");
+        let mut agent = factory.create(&task).expect("agent");
+        let tools = [ToolSpec::new("run_code", "run", json!({"type": "object"})), ToolSpec::finish(None)];
+        agent
+            .start(&EpisodeStart { task: &task, brief: "b", tools: &tools, max_steps: 5 })
+            .await
+            .expect("start");
+        let turn = agent.step(&[]).await.expect("turn");
+        let names: Vec<&str> = turn.calls.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["run_code", "finish"]);
+        assert_eq!(turn.calls[0].arguments, json!({"code": "def process_graph(graph_data):\n    return 1"}));
+        assert!(turn.calls.iter().all(|c| c.malformed.is_none()));
+        // No tools go to the server; one reply is all there is.
+        assert_eq!(model.requests.lock().expect("lock")[0]["tools"], json!([]));
+        assert!(agent.step(&[]).await.expect("turn").calls.is_empty());
+        let few_shot = LlmAgentFactory::new(model, Settings { strategy: Strategy::FewShot, ..settings });
+        assert!(few_shot.create(&task).is_err_and(|e| e.to_string().contains("tool mode code")));
     }
 
     #[test]

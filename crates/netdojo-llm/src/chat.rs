@@ -240,6 +240,13 @@ pub trait ChatModel: Send + Sync + fmt::Debug {
     async fn send(&self, body: &Value) -> Result<Exchange, ChatError>;
     /// Settings for the run's configuration (never a key).
     fn config(&self) -> Value;
+    /// This model for attempt `epoch` at a task (`eval --epochs`): with its sampling seed
+    /// replaced by [`netdojo_core::task::epoch_seed`]'s, so that a server honouring seeds does
+    /// not repeat its attempts. `None` when nothing changes (no seed sent: the default).
+    fn for_epoch(&self, epoch: u32) -> Option<std::sync::Arc<dyn ChatModel>> {
+        let _ = epoch;
+        None
+    }
 }
 
 /// `tools` as chat APIs of the OpenAI family (OpenAI, Azure, llama.cpp, vLLM, Ollama) take them:

@@ -22,4 +22,4 @@ pub use chat::{
 };
 pub use lookup::{CommandReference, LOOKUP_TOOL, Lookup};
 pub use prompt::{LookupHint, Strategy, ToolMode, examples_for, render_examples, system_prompt};
-pub use text::parse_reply;
+pub use text::{extract_code, parse_reply};

@@ -14,6 +14,7 @@ const FEW_SHOT: &str = include_str!("../prompts/strategy/few-shot.md");
 const REACT: &str = include_str!("../prompts/strategy/react.md");
 const NATIVE: &str = include_str!("../prompts/protocol/native.md");
 const TEXT: &str = include_str!("../prompts/protocol/text.md");
+const CODE: &str = include_str!("../prompts/protocol/code.md");
 const EXAMPLE: &str = include_str!("../prompts/example.md");
 const LOOKUP: &str = include_str!("../prompts/lookup.md");
 pub(crate) const RESULTS: &str = include_str!("../prompts/results.md");
@@ -68,6 +69,10 @@ pub enum ToolMode {
     Native,
     /// Tools described in the prompt; the model answers JSON in its text (as NetPress asks).
     Text,
+    /// NetPress's capacity-planning protocol (seed 003 §B.3): the model answers with a
+    /// ```python block; the code becomes one call of the environment's only tool (`run_code`),
+    /// then `finish`. One reply per episode, whatever the strategy.
+    Code,
 }
 
 impl ToolMode {
@@ -75,6 +80,7 @@ impl ToolMode {
         match self {
             ToolMode::Native => "native",
             ToolMode::Text => "text",
+            ToolMode::Code => "code",
         }
     }
 }
@@ -91,7 +97,8 @@ impl FromStr for ToolMode {
         match s {
             "native" => Ok(ToolMode::Native),
             "text" => Ok(ToolMode::Text),
-            other => Err(format!("unknown tool mode `{other}` (known: native, text)")),
+            "code" => Ok(ToolMode::Code),
+            other => Err(format!("unknown tool mode `{other}` (known: native, text, code)")),
         }
     }
 }
@@ -142,6 +149,15 @@ pub fn system_prompt(
     examples: &str,
     lookup: Option<LookupHint<'_>>,
 ) -> String {
+    if mode == ToolMode::Code {
+        // The environment's brief is the paper's whole prompt; only its chain-of-thought line
+        // depends on the strategy (few-shot examples are tool calls, refused in this mode).
+        let cot = match strategy {
+            Strategy::Cot | Strategy::FewShot => " Please think step by step and provide your output.",
+            Strategy::SingleTurn | Strategy::React => "",
+        };
+        return render(CODE, &[("strategy", cot)]) + "\n";
+    }
     let strategy_text = match strategy {
         Strategy::SingleTurn => render(SINGLE_TURN, &[]),
         Strategy::Cot => render(COT, &[]),
@@ -162,6 +178,7 @@ pub fn system_prompt(
             };
             render(TEXT, &[("calls_rule", rule), ("tools", &tool_list(tools))])
         }
+        ToolMode::Code => String::new(),
     };
     let protocol = match lookup {
         None => protocol,
@@ -267,6 +284,11 @@ mod tests {
             }
         }
         assert!(!render_results("x").contains("{{"));
+        for strategy in Strategy::ALL {
+            let p = system_prompt(strategy, ToolMode::Code, &tools, 7, "", None);
+            assert!(!p.contains("{{") && p.contains("```python"), "{strategy}: {p}");
+            assert_eq!(p.contains("step by step"), matches!(strategy, Strategy::Cot | Strategy::FewShot));
+        }
     }
 
     #[test]
@@ -278,5 +300,6 @@ mod tests {
             "tot".parse::<Strategy>().expect_err("unknown").contains("single-turn, cot, few-shot, react")
         );
         assert_eq!("text".parse::<ToolMode>(), Ok(ToolMode::Text));
+        assert_eq!("code".parse::<ToolMode>(), Ok(ToolMode::Code));
     }
 }

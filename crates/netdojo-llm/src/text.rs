@@ -115,3 +115,67 @@ mod tests {
         assert!(calls.is_empty(), "an empty batch means the model stopped");
     }
 }
+
+/// The code of a reply in NetPress's code protocol (seed 003 §B.3): the first fenced block
+/// (```python or ```) that mentions `process_graph`, whole, so helpers and imports above the
+/// function stay; else, as NetPress's `clean_up_llm_output_func` does, the text from
+/// `def process_graph` to the next fence or the end (a `def ...process_graph...` variant is
+/// renamed). Empty when there is none: the runner then says that no process_graph was defined,
+/// as NetPress's evaluator does.
+pub fn extract_code(content: &str) -> String {
+    let mut rest = content;
+    while let Some(open) = rest.find("```") {
+        let after = &rest[open + 3..];
+        let body_start = after.find('\n').map_or(after.len(), |i| i + 1);
+        let body = &after[body_start..];
+        let Some(close) = body.find("```") else { break };
+        let block = &body[..close];
+        if block.contains("process_graph") {
+            return rename_process_graph(block).trim().to_string();
+        }
+        rest = &body[close + 3..];
+    }
+    let renamed = rename_process_graph(content);
+    let Some(start) = renamed.find("def process_graph") else { return String::new() };
+    let code = &renamed[start..];
+    let end = code.find("```").unwrap_or(code.len());
+    code[..end].trim().to_string()
+}
+
+/// `def my_process_graph_v2(` → `def process_graph(`.
+fn rename_process_graph(code: &str) -> String {
+    let mut out = String::with_capacity(code.len());
+    let mut rest = code;
+    while let Some(at) = rest.find("def ") {
+        out.push_str(&rest[..at + 4]);
+        let after = &rest[at + 4..];
+        let name_len = after.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(after.len());
+        let name = &after[..name_len];
+        out.push_str(if name.contains("process_graph") { "process_graph" } else { name });
+        rest = &after[name_len..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod code_tests {
+    use super::extract_code;
+
+    #[test]
+    fn code_comes_from_the_block_that_defines_process_graph() {
+        let reply = "Answer:\n```python\nimport math\ndef helper():\n    return 1\n\ndef process_graph(graph_data):\n    return helper()\n```\nDone.";
+        assert_eq!(
+            extract_code(reply),
+            "import math\ndef helper():\n    return 1\n\ndef process_graph(graph_data):\n    return helper()"
+        );
+        let two = "```\nprint(1)\n```\nthen\n```py\ndef solve_process_graph(g):\n    pass\n```";
+        assert_eq!(extract_code(two), "def process_graph(g):\n    pass");
+        assert_eq!(extract_code("def process_graph(g): return 1"), "def process_graph(g): return 1");
+        assert_eq!(extract_code("Sorry, I cannot help."), "");
+        assert_eq!(
+            extract_code("```python\ndef process_graph(g):\n    pass"),
+            "def process_graph(g):\n    pass"
+        );
+    }
+}

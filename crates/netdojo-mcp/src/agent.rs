@@ -526,7 +526,7 @@ mod tests {
         assert_eq!(turn.calls[1].id, "mcp-2-1", "a call without id gets one");
         assert_eq!(turn.calls[1].name, "finish");
         assert!(turn.calls.iter().all(|c| c.malformed.is_none()));
-        assert_eq!(turn.usage, Some(TokenUsage { prompt_tokens: 3, completion_tokens: 4 }));
+        assert_eq!(turn.usage, Some(TokenUsage { prompt_tokens: 3, completion_tokens: 4, cached_tokens: 0 }));
     }
 
     #[test]

@@ -667,7 +667,13 @@ const NETCONF_ANI: ani::Texts<'static> = ani::Texts {
 #[async_trait]
 impl Environment for NetconfEnv {
     fn tools(&self) -> Vec<ToolSpec> {
-        ani::tool_specs(&NETCONF_ANI)
+        // Once reset, `device` lists the routers (a model reads them in the schema).
+        let devices: Vec<String> = self
+            .net
+            .as_ref()
+            .map(|n| n.topology().nodes().map(|(name, _)| name.to_string()).collect())
+            .unwrap_or_default();
+        ani::tool_specs(&NETCONF_ANI).into_iter().map(|t| t.with_choices("device", &devices)).collect()
     }
 
     async fn reset(&mut self, task: &Task) -> Result<String, EnvError> {

@@ -44,7 +44,7 @@ impl OllamaConfig {
 }
 
 /// Ollama's `/api/chat` over HTTP.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct OllamaChat {
     config: OllamaConfig,
     url: String,
@@ -122,7 +122,8 @@ fn absorb(reply: &mut Reply, chunk: &Value) -> bool {
         reply.finish_reason = chunk.get("done_reason").and_then(Value::as_str).map(str::to_string);
         if let Some(prompt) = chunk.get("prompt_eval_count").and_then(Value::as_u64) {
             let completion = chunk.get("eval_count").and_then(Value::as_u64).unwrap_or(0);
-            reply.usage = Some(TokenUsage { prompt_tokens: prompt, completion_tokens: completion });
+            reply.usage =
+                Some(TokenUsage { prompt_tokens: prompt, completion_tokens: completion, cached_tokens: 0 });
         }
     }
     done
@@ -161,6 +162,13 @@ impl ChatModel for OllamaChat {
             body["options"] = Value::Object(options);
         }
         body
+    }
+
+    fn for_epoch(&self, epoch: u32) -> Option<std::sync::Arc<dyn ChatModel>> {
+        let seed = self.config.sampling.seed?;
+        let mut model = self.clone();
+        model.config.sampling.seed = Some(netdojo_core::task::epoch_seed(seed, epoch));
+        Some(std::sync::Arc::new(model))
     }
 
     async fn send(&self, body: &Value) -> Result<Exchange, ChatError> {
@@ -250,4 +258,23 @@ impl ChatModel for OllamaChat {
 /// The agent factory: Ollama's wire format under `netdojo-llm`'s loop.
 pub fn factory(config: OllamaConfig, settings: Settings) -> Result<LlmAgentFactory, AgentError> {
     Ok(LlmAgentFactory::new(std::sync::Arc::new(OllamaChat::new(config)?), settings))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_epoch_after_the_first_samples_with_its_own_seed() {
+        let mut config = OllamaConfig::new("http://127.0.0.1:9", "m");
+        config.sampling.seed = Some(5);
+        let chat = OllamaChat::new(config.clone()).expect("chat");
+        let seed = |m: &dyn ChatModel| m.request(&[], None)["options"]["seed"].clone();
+        assert_eq!(seed(chat.for_epoch(0).expect("seeded").as_ref()), json!(5));
+        let (one, two) = (chat.for_epoch(1).expect("seeded"), chat.for_epoch(2).expect("seeded"));
+        assert!(seed(one.as_ref()).is_u64() && seed(one.as_ref()) != json!(5));
+        assert_ne!(seed(one.as_ref()), seed(two.as_ref()));
+        config.sampling.seed = None;
+        assert!(OllamaChat::new(config).expect("chat").for_epoch(1).is_none());
+    }
 }

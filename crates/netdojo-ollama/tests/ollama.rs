@@ -96,7 +96,7 @@ async fn a_whole_reply_with_a_tool_call_then_the_tool_result_goes_back_with_its_
     assert_eq!(turn.calls[0].name, "exec");
     assert_eq!(turn.calls[0].arguments, json!({"machine": "r0", "command": "ip route"}));
     assert_eq!(turn.calls[0].id, "call_0_0", "Ollama gives no ids; the agent makes them");
-    assert_eq!(turn.usage, Some(TokenUsage { prompt_tokens: 120, completion_tokens: 18 }));
+    assert_eq!(turn.usage, Some(TokenUsage { prompt_tokens: 120, completion_tokens: 18, cached_tokens: 0 }));
 
     let requests = stub.requests();
     assert_eq!((requests[0].method.as_str(), requests[0].path.as_str()), ("POST", "/api/chat"));
@@ -142,7 +142,7 @@ async fn a_streamed_reply_is_put_together_from_its_lines() {
     let turn = a.step(&[]).await.expect("turn");
     assert_eq!(turn.reasoning, "The route to h3 is missing.");
     assert_eq!(turn.calls[0].arguments["command"], "ip route add 10.0.3.0/24 dev r0-eth3");
-    assert_eq!(turn.usage, Some(TokenUsage { prompt_tokens: 300, completion_tokens: 40 }));
+    assert_eq!(turn.usage, Some(TokenUsage { prompt_tokens: 300, completion_tokens: 40, cached_tokens: 0 }));
     assert_eq!(stub.requests()[0].json()["stream"], true);
     let response = &turn.transcript.last().expect("response")["response"];
     assert_eq!(response.as_array().map(Vec::len), Some(4), "every streamed line is kept: {response}");

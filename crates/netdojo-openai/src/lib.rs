@@ -85,7 +85,7 @@ impl OpenAiConfig {
 }
 
 /// The chat-completions wire format over HTTP.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct OpenAiChat {
     config: OpenAiConfig,
     url: String,
@@ -283,6 +283,10 @@ fn parse_reply(url: &str, body: &Value) -> Result<Reply, ChatError> {
         Some(TokenUsage {
             prompt_tokens: u.get("prompt_tokens")?.as_u64()?,
             completion_tokens: u.get("completion_tokens").and_then(Value::as_u64).unwrap_or(0),
+            cached_tokens: u
+                .pointer("/prompt_tokens_details/cached_tokens")
+                .and_then(Value::as_u64)
+                .unwrap_or(0),
         })
     });
     let finish_reason = choice.get("finish_reason").and_then(Value::as_str).map(str::to_string);
@@ -327,6 +331,13 @@ impl ChatModel for OpenAiChat {
         body
     }
 
+    fn for_epoch(&self, epoch: u32) -> Option<std::sync::Arc<dyn ChatModel>> {
+        let seed = self.config.sampling.seed?;
+        let mut model = self.clone();
+        model.config.sampling.seed = Some(netdojo_core::task::epoch_seed(seed, epoch));
+        Some(std::sync::Arc::new(model))
+    }
+
     async fn send(&self, body: &Value) -> Result<Exchange, ChatError> {
         let request = self.authorize(self.client.post(&self.url).header("content-type", "application/json"));
         let response =
@@ -364,6 +375,25 @@ mod tests {
     use super::*;
 
     #[test]
+    fn each_epoch_after_the_first_samples_with_its_own_seed() {
+        let mut config = OpenAiConfig::new("http://127.0.0.1:9/v1", "m");
+        config.sampling.seed = Some(5);
+        let chat = OpenAiChat::with_key(config.clone(), None).expect("chat");
+        let seed = |m: &dyn ChatModel| m.request(&[], None)["seed"].clone();
+        assert_eq!(seed(&chat), json!(5));
+        assert_eq!(seed(chat.for_epoch(0).expect("seeded").as_ref()), json!(5), "epoch 0 as without epochs");
+        let (one, two) = (chat.for_epoch(1).expect("seeded"), chat.for_epoch(2).expect("seeded"));
+        assert_ne!(seed(one.as_ref()), json!(5));
+        assert_ne!(seed(one.as_ref()), seed(two.as_ref()));
+        assert_eq!(seed(one.as_ref()), seed(chat.for_epoch(1).expect("seeded").as_ref()), "reproducible");
+        config.sampling.seed = None;
+        assert!(
+            OpenAiChat::with_key(config, None).expect("chat").for_epoch(1).is_none(),
+            "no seed, no change"
+        );
+    }
+
+    #[test]
     fn replies_with_calls_bad_arguments_and_usage_are_read() {
         let body = json!({"choices": [{"finish_reason": "tool_calls", "message": {"role": "assistant", "content": null,
             "tool_calls": [
@@ -374,8 +404,20 @@ mod tests {
         assert_eq!(reply.content, "");
         assert_eq!(reply.calls[0].arguments, Ok(json!({"machine": "r0"})));
         assert!(reply.calls[1].arguments.as_ref().is_err_and(|b| b.raw == "{\"machine\": "));
-        assert_eq!(reply.usage, Some(TokenUsage { prompt_tokens: 10, completion_tokens: 3 }));
+        assert_eq!(
+            reply.usage,
+            Some(TokenUsage { prompt_tokens: 10, completion_tokens: 3, cached_tokens: 0 })
+        );
         assert!(parse_reply("u", &json!({"id": 1})).is_err());
+        // OpenAI reports the prompt's cached part in `prompt_tokens_details`.
+        let cached = json!({"choices": [{"message": {"role": "assistant", "content": "hi"}}],
+            "usage": {"prompt_tokens": 2006, "completion_tokens": 300,
+                      "prompt_tokens_details": {"cached_tokens": 1920}}});
+        let usage = parse_reply("u", &cached).expect("reply").usage;
+        assert_eq!(
+            usage,
+            Some(TokenUsage { prompt_tokens: 2006, completion_tokens: 300, cached_tokens: 1920 })
+        );
     }
 
     #[test]

@@ -241,14 +241,16 @@ fn completion(content: &str) -> Value {
            "usage": {"prompt_tokens": 7, "completion_tokens": 2}})
 }
 
+/// A reply outside the protocol (here a proxy's error page) is the API failing, not the agent:
+/// the episode errs as a model API failure (infrastructure, retried by `--resume`).
 #[tokio::test]
-async fn a_reply_that_is_not_json_is_a_protocol_error_and_is_not_retried() {
+async fn a_reply_that_is_not_json_is_a_model_api_failure_and_is_not_retried() {
     let stub =
         StubServer::start(vec![StubReply::text(200, "<html>502 from a proxy</html>")]).await.expect("stub");
     let mut a = agent(config(&format!("{}/v1", stub.url)), None, Strategy::React, ToolMode::Native);
     start(&mut a, BRIEF).await;
     let e = a.step(&[]).await.expect_err("garbage");
-    assert!(matches!(e, AgentError::Protocol { .. }), "{e:?}");
+    assert!(matches!(e, AgentError::Unreachable { .. }), "{e:?}");
     assert!(e.to_string().contains("the reply is not JSON") && e.to_string().contains("<html>"), "{e}");
     assert_eq!(stub.requests().len(), 1);
 }

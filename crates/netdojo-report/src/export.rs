@@ -23,6 +23,7 @@ pub fn jsonl(run: &Run) -> Result<String, ReportError> {
         let mut row = Map::new();
         row.insert("run".into(), json!(run.name));
         row.insert("task_id".into(), json!(r.task_id));
+        row.insert("epoch".into(), json!(r.epoch));
         row.insert("application".into(), json!(r.application));
         row.insert("level".into(), json!(r.level));
         row.insert("label".into(), json!(r.label));
@@ -30,6 +31,7 @@ pub fn jsonl(run: &Run) -> Result<String, ReportError> {
         row.insert("agent".into(), json!(r.agent));
         row.insert("status".into(), json!(r.status));
         row.insert("outcome".into(), json!(outcome(r)));
+        row.insert("class".into(), json!(r.class()));
         row.insert("cause".into(), json!(r.cause));
         row.insert("error".into(), json!(r.error));
         row.insert("end".into(), json!(r.end));
@@ -38,6 +40,18 @@ pub fn jsonl(run: &Run) -> Result<String, ReportError> {
         row.insert("wall_s".into(), json!(r.wall_ms as f64 / 1000.0));
         row.insert("prompt_tokens".into(), json!(r.tokens.prompt_tokens));
         row.insert("completion_tokens".into(), json!(r.tokens.completion_tokens));
+        row.insert("cached_tokens".into(), json!(r.tokens.cached_tokens));
+        let t = &r.timing;
+        for (name, us) in [
+            ("setup_s", t.setup_us),
+            ("agent_s", t.agent_us),
+            ("tools_s", t.tools_us),
+            ("checks_s", t.checks_us),
+            ("evaluate_s", t.evaluate_us),
+            ("close_s", t.close_us),
+        ] {
+            row.insert(name.into(), json!(us as f64 / 1e6));
+        }
         for m in &r.metrics {
             // A metric named like a field (`steps`) holds the same number: the field stays.
             row.entry(m.name.clone()).or_insert_with(|| json!(m.value));
@@ -141,7 +155,7 @@ pub fn inspect_log(run: &Run) -> Result<Value, ReportError> {
     let mut samples = Vec::new();
     let (mut prompt, mut completion) = (0u64, 0u64);
     for r in &run.records {
-        let trajectory = run.trajectory(&r.task_id).ok();
+        let trajectory = run.trajectory(r).ok();
         prompt += r.tokens.prompt_tokens;
         completion += r.tokens.completion_tokens;
         samples.push(sample(r, trajectory.as_ref(), &model));
@@ -154,6 +168,11 @@ pub fn inspect_log(run: &Run) -> Result<Value, ReportError> {
         );
     }
     let id = word(&run.name);
+    // A sample is a task; with `--epochs K` each is run K times (inspect's epochs).
+    let mut sample_ids: Vec<String> = run.records.iter().map(|r| r.task_id.clone()).collect();
+    sample_ids.sort();
+    sample_ids.dedup();
+    let epochs = run.records.iter().map(|r| r.epoch + 1).max().unwrap_or(1);
     Ok(json!({
         "version": 2,
         "status": "success",
@@ -166,11 +185,11 @@ pub fn inspect_log(run: &Run) -> Result<Value, ReportError> {
             "task_version": 0,
             "dataset": {
                 "name": env,
-                "samples": run.records.len(),
-                "sample_ids": run.records.iter().map(|r| r.task_id.clone()).collect::<Vec<_>>(),
+                "samples": sample_ids.len(),
+                "sample_ids": sample_ids,
             },
             "model": model,
-            "config": {},
+            "config": {"epochs": epochs},
             "metadata": {"netdojo_config": run.config},
         },
         "plan": {"name": "plan", "steps": [{"solver": run.agent(), "params": {}}]},
@@ -257,7 +276,8 @@ fn sample(r: &EpisodeRecord, t: Option<&Trajectory>, model: &str) -> Value {
 
     let mut s = json!({
         "id": r.task_id,
-        "epoch": 1,
+        // inspect_ai counts epochs from 1.
+        "epoch": r.epoch + 1,
         "input": brief,
         "target": "",
         "messages": messages,

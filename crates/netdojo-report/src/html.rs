@@ -62,10 +62,22 @@ fn pct(r: &Rate) -> String {
     )
 }
 
+/// An episode as people read it: its task, and its epoch when the run has several.
+fn episode_name(record: &EpisodeRecord) -> String {
+    match record.epoch {
+        0 => record.task_id.clone(),
+        e => format!("{} (epoch {e})", record.task_id),
+    }
+}
+
 /// The page's path for an episode, relative to the report's root, and its link from there
-/// (a `%` of the file name is a literal in the link).
-fn episode_path(run: usize, task_id: &str) -> (String, String) {
-    let stem = file_stem(task_id);
+/// (a `%` of the file name is a literal in the link); an epoch after the first is `ID~E`, as
+/// its trajectory's file.
+fn episode_path(run: usize, task_id: &str, epoch: u32) -> (String, String) {
+    let stem = match epoch {
+        0 => file_stem(task_id),
+        e => format!("{}~{e}", file_stem(task_id)),
+    };
     (format!("r{run}/{stem}.html"), format!("r{run}/{}.html", stem.replace('%', "%25")))
 }
 
@@ -146,8 +158,8 @@ pub fn render(runs: &[Run]) -> Result<Site, ReportError> {
     let mut list = Vec::new();
     for (i, run) in runs.iter().enumerate() {
         for record in &run.records {
-            let trajectory = run.trajectory(&record.task_id).ok();
-            let (path, href) = episode_path(i, &record.task_id);
+            let trajectory = run.trajectory(record).ok();
+            let (path, href) = episode_path(i, &record.task_id, record.epoch);
             let html = episode_page(run, record, trajectory.as_ref());
             site.files.insert(path, html.into_bytes());
             list.push(ListRow {
@@ -513,6 +525,8 @@ fn episode_list(b: &mut String, runs: &[Run], list: &[ListRow<'_>]) {
         select(b, "domain", "domain", &domains);
     }
     select(b, "outcome", "outcome", &set(&|r| outcome(r.record).to_string()));
+    // The finer class of each episode (docs/results.md, "Outcome classes").
+    select(b, "class", "class", &set(&|r| r.record.class().as_str().to_string()));
     select(b, "agent", "agent", &set(&|r| r.record.agent.clone()));
     let _ = write!(
         b,
@@ -538,12 +552,13 @@ fn episode_list(b: &mut String, runs: &[Run], list: &[ListRow<'_>]) {
         .to_lowercase();
         let _ = write!(
             b,
-            "<tr data-run=\"{run}\" data-level=\"{level}\" data-label=\"{label}\" data-domain=\"{domain}\" data-outcome=\"{outcome}\" data-agent=\"{agent}\" data-text=\"{text}\">",
+            "<tr data-run=\"{run}\" data-level=\"{level}\" data-label=\"{label}\" data-domain=\"{domain}\" data-outcome=\"{outcome}\" data-class=\"{class}\" data-agent=\"{agent}\" data-text=\"{text}\">",
             run = esc(&runs[row.run].name),
             level = r.level,
             label = esc(&r.label),
             domain = esc(r.domain.as_deref().unwrap_or_default()),
             outcome = outcome(r),
+            class = r.class().as_str(),
             agent = esc(&r.agent),
             text = esc(&text),
         );
@@ -559,7 +574,7 @@ fn episode_list(b: &mut String, runs: &[Run], list: &[ListRow<'_>]) {
             b,
             "<td><a href=\"{href}\">{id}</a></td><td class=\"num\">{level}</td><td>{label}</td><td>{domain}</td><td>{agent}</td><td>{outcome}</td><td>{safe}</td><td class=\"num\">{steps}</td><td class=\"num\">{wall:.2}</td><td class=\"num\">{tokens}</td></tr>",
             href = esc(&row.href),
-            id = esc(&r.task_id),
+            id = esc(&episode_name(r)),
             level = r.level,
             label = esc(&r.label),
             domain = esc(r.domain.as_deref().unwrap_or("")),
@@ -582,7 +597,7 @@ fn episode_page(run: &Run, record: &EpisodeRecord, trajectory: Option<&Trajector
     let _ = write!(
         b,
         "<p><a href=\"../index.html#episodes-list\">← all episodes</a></p><h1>{id}</h1><p class=\"muted\">run {run} · {app} · level {level} · label {label}{domain} · agent {agent}</p>",
-        id = esc(&record.task_id),
+        id = esc(&episode_name(record)),
         run = esc(&run.name),
         app = esc(&record.application),
         level = record.level,
@@ -593,8 +608,9 @@ fn episode_page(run: &Run, record: &EpisodeRecord, trajectory: Option<&Trajector
     let tokens = trajectory.map(Trajectory::tokens).unwrap_or(record.tokens);
     let _ = write!(
         b,
-        "<table><tr><th>outcome</th><td>{outcome}</td><th>safety</th><td>{safe}</td><th>end</th><td>{end}</td></tr><tr><th>steps</th><td>{steps} ({invalid} invalid)</td><th>wall time</th><td>{wall:.3} s</td><th>tokens</th><td>{tp} prompt + {tc} completion</td></tr></table>",
+        "<table><tr><th>outcome</th><td>{outcome} ({class})</td><th>safety</th><td>{safe}</td><th>end</th><td>{end}</td></tr><tr><th>steps</th><td>{steps} ({invalid} invalid)</td><th>wall time</th><td>{wall:.3} s</td><th>tokens</th><td>{tp} prompt + {tc} completion</td></tr></table>",
         outcome = outcome_html(record),
+        class = record.class().as_str(),
         safe = safe_html(record),
         end = esc(&serde_json::to_value(record.end)
             .ok()
@@ -605,6 +621,18 @@ fn episode_page(run: &Run, record: &EpisodeRecord, trajectory: Option<&Trajector
         wall = record.wall_ms as f64 / 1000.0,
         tp = tokens.prompt_tokens,
         tc = tokens.completion_tokens,
+    );
+    let t = &record.timing;
+    let s = |us: u64| us as f64 / 1e6;
+    let _ = write!(
+        b,
+        "<p class=\"muted\">time: setup {:.3} s · agent {:.3} s · tools {:.3} s · checks after steps {:.3} s · evaluation {:.3} s · close {:.3} s</p>",
+        s(t.setup_us),
+        s(t.agent_us),
+        s(t.tools_us),
+        s(t.checks_us),
+        s(t.evaluate_us),
+        s(t.close_us)
     );
     if let Some(error) = &record.error {
         let cause = record

@@ -37,9 +37,9 @@ pub enum ReportError {
     Invalid(String),
 }
 
-/// The metric a priced agent records per episode, in US dollars: the report shows cost only
-/// where some episode has it.
-pub const COST_METRIC: &str = "cost_usd";
+/// The metric a priced run records per episode, in US dollars (`eval --prices`): the report
+/// shows cost only where some episode has it.
+pub use netdojo_core::runner::COST_METRIC;
 
 /// One run directory, read without changing it (a run in progress can be reported on).
 #[derive(Debug)]
@@ -49,7 +49,7 @@ pub struct Run {
     pub name: String,
     pub store: RunDir,
     pub config: Value,
-    /// The latest record of each task, by task id.
+    /// The latest record of each episode, by task id and epoch (`eval --epochs K`).
     pub records: Vec<EpisodeRecord>,
     pub summary: Summary,
 }
@@ -59,7 +59,7 @@ impl Run {
         let path = path.as_ref();
         let store = RunDir::inspect(path)?;
         let config = store.config()?;
-        let records: Vec<EpisodeRecord> = store.latest()?.into_values().collect();
+        let records: Vec<EpisodeRecord> = store.episodes()?.into_values().collect();
         let summary = Summary::from_records(&records);
         let name = path
             .canonicalize()
@@ -87,8 +87,9 @@ impl Run {
         runs
     }
 
-    pub fn trajectory(&self, task_id: &str) -> Result<Trajectory, ReportError> {
-        Ok(self.store.trajectory(task_id)?)
+    /// An episode's trajectory: one epoch of a task.
+    pub fn trajectory(&self, record: &EpisodeRecord) -> Result<Trajectory, ReportError> {
+        Ok(self.store.trajectory_of(&record.task_id, record.epoch)?)
     }
 
     /// The agent's name: the runner's configuration, else the records'.

@@ -28,6 +28,7 @@ struct Episode {
 fn record(e: &Episode) -> EpisodeRecord {
     EpisodeRecord {
         task_id: e.id.into(),
+        epoch: 0,
         application: "dcgraph".into(),
         level: e.level,
         label: e.label.into(),
@@ -40,7 +41,9 @@ fn record(e: &Episode) -> EpisodeRecord {
         steps: e.steps,
         invalid_steps: 0,
         wall_ms: e.wall_ms,
-        tokens: TokenUsage { prompt_tokens: e.tokens.0, completion_tokens: e.tokens.1 },
+        timing: Default::default(),
+        class: None,
+        tokens: TokenUsage { prompt_tokens: e.tokens.0, completion_tokens: e.tokens.1, cached_tokens: 0 },
         metrics: if e.errored {
             vec![]
         } else {
@@ -78,6 +81,7 @@ fn trajectory(e: &Episode, text: &str) -> Trajectory {
                 usage: Some(TokenUsage {
                     prompt_tokens: e.tokens.0 / e.steps as u64,
                     completion_tokens: e.tokens.1 / e.steps as u64,
+                    cached_tokens: 0,
                 }),
             }
         })
@@ -93,6 +97,9 @@ fn trajectory(e: &Episode, text: &str) -> Trajectory {
         outcome: (!e.errored)
             .then(|| Outcome { checks: vec![Check::new("answer", e.correct, text)], export: json!(null) }),
         wall_ms: e.wall_ms,
+        timing: Default::default(),
+        usage: Default::default(),
+        end_detail: None,
         transcript: vec![
             json!({"role": "user", "content": text}),
             json!({"role": "assistant", "content": text}),

@@ -3,12 +3,15 @@
 //! The scorers turn an episode's [`Trajectory`] into metrics, as NetPress defines them (seed
 //! 003 §3.3): correctness (the final state or answer equals the goal), safety (every state
 //! reached satisfies the task's constraints) and latency (steps and wall time). [`stats`]
-//! aggregates records into rates with 95% confidence intervals, per level and label.
+//! aggregates records into rates with 95% confidence intervals, per level and label;
+//! [`compare`] pairs two runs' episodes to say whether B does better than A.
 
+pub mod compare;
 pub mod stats;
 
 use netdojo_core::{Metric, Scorer, Task, Trajectory};
 
+pub use compare::{CompareOptions, Comparison};
 pub use stats::{Proportion, Summary, SummaryRow};
 
 /// `correct`: every goal check of the final evaluation passed (`I(ŝ ≡ s*)`).
@@ -57,7 +60,8 @@ impl Scorer for Productivity {
     }
 }
 
-/// `steps`, `invalid_steps` and `wall_s`.
+/// `steps`, `invalid_steps` and `wall_s`; and `code_s`, the run time of the agent's code, when
+/// the environment measured one (dcgraph's code interaction: NetPress §B.4's latency).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Latency;
 
@@ -67,11 +71,17 @@ impl Scorer for Latency {
     }
     fn score(&self, _task: &Task, episode: &Trajectory) -> Vec<Metric> {
         let invalid = episode.steps.iter().filter(|s| s.invalid).count();
-        vec![
+        let mut metrics = vec![
             Metric::count("steps", episode.steps.len() as u64),
             Metric::count("invalid_steps", invalid as u64),
             Metric::value("wall_s", episode.wall_ms as f64 / 1000.0),
-        ]
+        ];
+        if let Some(code_s) =
+            episode.outcome.as_ref().and_then(|o| o.export.get("code_s")).and_then(|v| v.as_f64())
+        {
+            metrics.push(Metric::value("code_s", code_s));
+        }
+        metrics
     }
 }
 
@@ -155,6 +165,9 @@ mod tests {
             end: EndReason::Finished,
             outcome: Some(Outcome { checks, export: json!(null) }),
             wall_ms: 1500,
+            timing: Default::default(),
+            usage: Default::default(),
+            end_detail: None,
             transcript: vec![],
         }
     }
@@ -206,5 +219,9 @@ mod tests {
         assert_eq!(value(&m, "steps"), 2.0);
         assert_eq!(value(&m, "invalid_steps"), 1.0);
         assert_eq!(value(&m, "wall_s"), 1.5);
+        assert!(m.iter().all(|m| m.name != "code_s"));
+        let mut e = episode(vec![], vec![]);
+        e.outcome = Some(Outcome { checks: vec![], export: json!({"code_s": 0.25}) });
+        assert_eq!(value(&Latency.score(&task(), &e), "code_s"), 0.25);
     }
 }

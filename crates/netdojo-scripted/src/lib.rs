@@ -6,7 +6,8 @@
 
 use async_trait::async_trait;
 use netdojo_core::{
-    Agent, AgentError, AgentFactory, AgentTurn, EpisodeStart, Observation, Task, TaskKind, ToolCall, ToolSpec,
+    Agent, AgentError, AgentFactory, AgentTurn, EpisodeStart, Observation, Task, TaskKind, ToolCall,
+    ToolSpec, task::epoch_seed,
 };
 use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};
@@ -98,7 +99,10 @@ impl Agent for Noop {
 /// Makes `steps` random calls whose arguments satisfy each tool's schema, then `finish` with
 /// a random answer of the right shape. String arguments are drawn from the words it has seen
 /// (the brief, then every observation), so names it uses exist in the network; enums from
-/// their values. Seeded per task: the same seed and task give the same calls.
+/// their values (the machines and devices an environment names once reset); a command from
+/// the property's JSON Schema `examples`, mostly, with its names and addresses swapped for
+/// seen ones, so that it runs and may change the network. Seeded per task: the same seed and
+/// task give the same calls.
 #[derive(Debug)]
 pub struct RandomAgent {
     rng: ChaCha8Rng,
@@ -159,10 +163,50 @@ impl RandomAgent {
             "object" if depth < 3 => self.object(schema, depth + 1),
             "null" => Value::Null,
             _ => {
+                if let Some(Value::Array(examples)) = schema.get("examples")
+                    && let Some(example) = examples.choose(&mut self.rng).and_then(Value::as_str)
+                    && self.rng.random_bool(0.8)
+                {
+                    return json!(self.vary(example));
+                }
                 let word = self.words.choose(&mut self.rng).cloned().unwrap_or_else(|| "x".to_string());
                 json!(word)
             }
         }
+    }
+
+    /// An example command line with some of its arguments swapped for seen words of the same
+    /// shape (an address for an address, an interface name for one), so that it names this
+    /// network's things; the program and its first word stay, so it is a command the tool
+    /// runs.
+    fn vary(&mut self, example: &str) -> String {
+        let shape = |w: &str| -> u8 {
+            let digits = w.chars().any(|c| c.is_ascii_digit());
+            match (w.contains('/') && digits, w.contains('.') && digits, w.contains('-') && digits) {
+                (true, _, _) => 0,
+                (_, true, _) => 1,
+                (_, _, true) => 2,
+                _ => 3,
+            }
+        };
+        let words: Vec<&str> = example.split_whitespace().collect();
+        let mut out = Vec::with_capacity(words.len());
+        for (i, w) in words.iter().enumerate() {
+            let same: Vec<&String> = self.words.iter().filter(|s| shape(s) == shape(w)).collect();
+            // Quoted arguments (a JSON patch) and options stay as they are; names and addresses
+            // are swapped often, other words (a policy's name) now and then.
+            let odds = match shape(w) {
+                _ if w.starts_with('-') || w.contains(['\'', '"', '[', '{']) => 0.0,
+                3 => 0.3,
+                _ => 0.7,
+            };
+            let swap = i >= 2 && !same.is_empty() && self.rng.random_bool(odds);
+            match same.choose(&mut self.rng) {
+                Some(seen) if swap => out.push(seen.to_string()),
+                _ => out.push(w.to_string()),
+            }
+        }
+        out.join(" ")
     }
 
     fn object(&mut self, schema: &Value, depth: usize) -> Value {
@@ -257,6 +301,11 @@ impl AgentFactory for RandomFactory {
     }
     fn create(&self, task: &Task) -> Result<Box<dyn Agent>, AgentError> {
         Ok(Box::new(RandomAgent::new(self.seed, &task.id, self.steps)))
+    }
+    /// Each epoch its own stream (epoch 0 the run seed's, as without epochs): K attempts of a
+    /// random agent are K different attempts.
+    fn create_for_epoch(&self, task: &Task, epoch: u32) -> Result<Box<dyn Agent>, AgentError> {
+        Ok(Box::new(RandomAgent::new(epoch_seed(self.seed, epoch), &task.id, self.steps)))
     }
 }
 
@@ -364,5 +413,48 @@ mod tests {
         assert!(calls[..20].iter().all(|c| c.name == "remove_node"));
         assert!(calls.iter().any(|c| c.arguments["name"] == "ju1.a1.m1.s2c1"), "names come from the brief");
         assert_eq!(calls[20].name, "finish");
+    }
+
+    /// A machine given as an enum (an environment's nodes once reset) and a command with
+    /// `examples`: every call names a real machine, and most run an example's program with the
+    /// network's own interface names and addresses swapped in.
+    #[tokio::test]
+    async fn random_commands_come_from_the_examples_with_seen_names() {
+        let t = task(TaskKind::Constructive { actions: vec![], answer: None, goal: None });
+        let exec = ToolSpec::new(
+            "exec",
+            "run",
+            json!({"type": "object", "properties": {
+                "machine": {"type": "string"},
+                "command": {"type": "string", "examples": ["ip link set dev r0-eth1 up", "ip addr add 10.0.1.1/24 dev r0-eth1"]}
+            }, "required": ["machine", "command"], "additionalProperties": false}),
+        )
+        .with_choices("machine", &["r0", "h1"]);
+        let tools = vec![exec, ToolSpec::finish(None)];
+        let mut agent = RandomAgent::new(3, "t1", 40);
+        agent
+            .start(&EpisodeStart {
+                task: &t,
+                brief: "r0 has r0-eth2 and r0-eth3 with 10.0.9.1/24; hosts h1 h2.",
+                tools: &tools,
+                max_steps: 50,
+            })
+            .await
+            .expect("start");
+        let mut calls = vec![];
+        for _ in 0..40 {
+            calls.extend(agent.step(&[]).await.expect("step").calls);
+        }
+        assert!(calls.iter().all(|c| c.arguments["machine"] == "r0" || c.arguments["machine"] == "h1"));
+        let commands: Vec<&str> = calls.iter().filter_map(|c| c.arguments["command"].as_str()).collect();
+        let real =
+            commands.iter().filter(|c| c.starts_with("ip link set") || c.starts_with("ip addr add")).count();
+        assert!(real * 2 > commands.len(), "most commands are examples: {commands:?}");
+        assert!(
+            commands
+                .iter()
+                .any(|c| c.contains("r0-eth2") || c.contains("r0-eth3") || c.contains("10.0.9.1/24")),
+            "seen names swapped in: {commands:?}"
+        );
     }
 }

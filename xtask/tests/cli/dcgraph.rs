@@ -86,7 +86,18 @@ fn oracle_is_correct_and_safe_on_every_label_and_the_run_directory_is_complete()
         assert_eq!(rate(row, "safe"), 1.0, "{row}");
         assert_eq!(row["errored"], 0, "{row}");
     }
-    assert_eq!(rows(&s).last().expect("overall")["n"], 300);
+    let all = rows(&s).last().expect("overall");
+    assert_eq!(all["n"], 300);
+    // Every episode's class, and where its time went.
+    assert_eq!(all["classes"], serde_json::json!({"solved": 300}), "{all}");
+    let (sum, spent) = (&all["spent"]["sum"], &all["spent"]);
+    assert_eq!(spent["episodes"], 300);
+    let part = |name: &str| sum[name].as_f64().unwrap_or_else(|| panic!("no {name} in {spent}"));
+    let parts: f64 =
+        ["setup_s", "agent_s", "tools_s", "checks_s", "evaluate_s", "close_s"].map(part).iter().sum();
+    // Each wall time is cut to whole milliseconds, its parts to microseconds.
+    assert!(part("setup_s") > 0.0 && part("checks_s") > 0.0 && parts < part("wall_s") + 0.3, "{spent}");
+    assert!(stdout.contains("outcomes: solved 300") && stdout.contains("  state checks s"), "{stdout}");
 
     assert_eq!(lines(&dir.join("episodes.jsonl")), 300);
     assert_eq!(fs::read_dir(dir.join("trajectories")).expect("trajectories").count(), 300);
@@ -193,9 +204,11 @@ fn a_killed_run_resumes_to_the_summary_of_an_uninterrupted_one() {
     assert_eq!(lines(&episodes), 600, "resume must redo nothing and lose nothing");
     let strip = |mut s: Value| {
         for row in s["rows"].as_array_mut().expect("rows") {
-            // Wall-clock times, and so their means and intervals, differ between runs.
+            // Wall-clock times, and so their means and intervals and the time spent, differ
+            // between runs.
             row["means"].take();
             row["mean_ci95"].take();
+            row["spent"].take();
         }
         s
     };
@@ -209,7 +222,14 @@ fn generated_suites_are_reproducible_and_run_like_the_generator() {
     ok(&["generate", "--queries", "24", "--seed", "5", "--out", &path("a.jsonl")]);
     ok(&["generate", "--queries", "24", "--seed", "5", "--out", &path("b.jsonl")]);
     ok(&["generate", "--queries", "24", "--seed", "6", "--out", &path("c.jsonl")]);
+    // --stats: the answer distribution per label, beside the same tasks.
+    let stats = ok(&["generate", "--queries", "24", "--seed", "5", "--stats", "--out", &path("d.jsonl")]);
+    let text = String::from_utf8_lossy(&stats.stderr);
+    let rank =
+        text.lines().find(|l| l.starts_with("rank ")).unwrap_or_else(|| panic!("no rank line:\n{text}"));
+    assert!(rank.contains("ordered: 2") && rank.contains("EK_"), "{text}");
     let read = |name: &str| fs::read(tmp.path().join(name)).expect("read");
+    assert_eq!(read("a.jsonl"), read("d.jsonl"), "--stats changes no task");
     assert_eq!(read("a.jsonl"), read("b.jsonl"), "same seed, same bytes");
     assert_ne!(read("a.jsonl"), read("c.jsonl"));
     assert_eq!(lines(&tmp.path().join("a.jsonl")), 24);
@@ -226,7 +246,7 @@ fn bad_input_gives_one_clear_line_and_a_failure_code() {
     let bad_suite = tmp.path().join("bad.jsonl");
     fs::write(&bad_suite, "{\"id\": \"x\"}\n").expect("write");
     let bad = bad_suite.to_str().expect("path");
-    let cases: [(&[&str], &str); 11] = [
+    let cases: [(&[&str], &str); 13] = [
         (
             &["eval", "--env", "nope"],
             "unknown environment `nope` (known: dcgraph, routing, netconf, k8s, gns3)",
@@ -241,6 +261,8 @@ fn bad_input_gives_one_clear_line_and_a_failure_code() {
         (&["eval", "--suite", bad], "bad.jsonl:1"),
         (&["eval", "--resume", "/nonexistent/run"], "/nonexistent/run"),
         (&["eval", "--queries", "many"], "invalid value 'many' for '--queries"),
+        (&["eval", "--epochs", "0"], "invalid value '0' for '--epochs <K>'"),
+        (&["compare", "/nonexistent/a", "/nonexistent/b"], "compare /nonexistent/a"),
         (
             &["eval", "--domain", "routing,bgp"],
             "--domain bgp: unknown domain (domains: routing, policy, security, qos)",
@@ -372,4 +394,179 @@ fn an_agent_behind_mcp_scores_like_the_same_agent_in_process() {
     assert_eq!(config["runner"]["agent"]["name"], "mcp");
     assert_eq!(config["runner"]["agent"]["config"]["endpoint"]["transport"], "stdio");
     assert_eq!(rate(rows(&summary(Path::new(&path("remote")))).last().expect("overall"), "correct"), 1.0);
+}
+
+#[test]
+fn prices_and_episode_limits_are_checked_before_any_episode() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let prices = tmp.path().join("prices.json");
+    fs::write(&prices, r#"{"gpt-4o-mini": {"input": 0.15, "cached_input": 0.075, "output": 0.6}}"#)
+        .expect("write");
+    let prices = prices.to_str().expect("path");
+    let bad = tmp.path().join("bad.json");
+    fs::write(&bad, r#"{"m": {"input": "cheap", "output": 1}}"#).expect("write");
+    let bad = bad.to_str().expect("path");
+    // No server listens on port 9: each error comes before the agent would call one.
+    let openai = ["eval", "--agent", "openai", "--base-url", "http://127.0.0.1:9/v1", "--model"];
+    let cases: Vec<(Vec<&str>, String)> = vec![
+        (vec!["eval", "--prices", "/nonexistent/prices.json"], "--prices: /nonexistent/prices.json".into()),
+        (vec!["eval", "--prices", bad], format!("--prices: {bad}: not a price table")),
+        (vec!["eval", "--prices", prices], "agent `oracle` calls no model: there is nothing to price".into()),
+        (
+            [&openai[..], &["gpt-5", "--prices", prices]].concat(),
+            format!("{prices}: no price for model `gpt-5` (the table prices: gpt-4o-mini)"),
+        ),
+        (vec!["eval", "--max-cost-per-episode", "1"], "--prices <FILE>".into()),
+        (
+            vec!["eval", "--max-cost-per-episode", "0", "--prices", prices],
+            "--max-cost-per-episode 0: give a positive".into(),
+        ),
+        (vec!["eval", "--max-tokens-per-episode", "0"], "--max-tokens-per-episode 0".into()),
+    ];
+    for (args, expected) in cases {
+        let out = xtask(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} should fail");
+        assert!(stderr.contains(&expected), "{args:?}: expected {expected:?} in:\n{stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+}
+
+/// Every (task, epoch) of a run's episodes.jsonl, in file order.
+fn episode_keys(dir: &Path) -> Vec<(String, u64)> {
+    fs::read_to_string(dir.join("episodes.jsonl"))
+        .expect("episodes")
+        .lines()
+        .map(|l| {
+            let r: Value = serde_json::from_str(l).expect("record");
+            (r["task_id"].as_str().expect("id").to_string(), r["epoch"].as_u64().expect("epoch"))
+        })
+        .collect()
+}
+
+#[test]
+fn epochs_give_pass_at_k_and_pass_hat_k_and_resume_by_task_and_epoch() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("run");
+    let out =
+        ok(&["eval", "--queries", "12", "--epochs", "3", "--quiet", "--out", dir.to_str().expect("path")]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("pass@3") && stdout.contains("pass^3") && stdout.contains("3 epochs"),
+        "{stdout}"
+    );
+    let mut keys = episode_keys(&dir);
+    assert_eq!(keys.len(), 36);
+    keys.sort();
+    keys.dedup();
+    assert_eq!(keys.len(), 36, "each (task, epoch) once");
+    assert_eq!(fs::read_dir(dir.join("trajectories")).expect("trajectories").count(), 36);
+    let s = summary(&dir);
+    assert_eq!(s["epochs"], 3);
+    let all = rows(&s).last().expect("overall");
+    assert_eq!((all["n"].as_u64(), all["tasks"].as_u64(), all["k"].as_u64()), (Some(36), Some(12), Some(3)));
+    // The oracle solves every task on every attempt.
+    assert_eq!((all["pass_at_k"].as_f64(), all["pass_hat_k"].as_f64()), (Some(1.0), Some(1.0)), "{all}");
+    for row in rows(&s) {
+        assert!(row["pass_at_k"].is_f64() && row["pass_hat_k"].is_f64(), "per label too: {row}");
+    }
+    // Clustered: with every epoch agreeing, the 12 tasks count once each, not 36 times.
+    let lo = all["rates"]["correct"]["ci95"][0].as_f64().expect("lo");
+    assert!((lo - 12.0 / (12.0 + 1.96 * 1.96)).abs() < 1e-9, "{all}");
+
+    // A run cut short: the first 20 episodes and a torn line. Resume redoes exactly the rest.
+    let text = fs::read_to_string(dir.join("episodes.jsonl")).expect("episodes");
+    let kept: String = text.split_inclusive('\n').take(20).collect();
+    fs::write(dir.join("episodes.jsonl"), format!("{kept}{{\"task_id\":\"dcgr")).expect("cut");
+    ok(&["eval", "--quiet", "--resume", dir.to_str().expect("path")]);
+    let mut resumed = episode_keys(&dir);
+    assert_eq!(resumed.len(), 36, "nothing redone, nothing lost");
+    resumed.sort();
+    assert_eq!(resumed, keys);
+
+    // A random agent draws anew each epoch: its attempts at a task differ.
+    let random = tmp.path().join("random");
+    ok(&[
+        "eval",
+        "--agent",
+        "random",
+        "--queries",
+        "4",
+        "--epochs",
+        "2",
+        "--quiet",
+        "--out",
+        random.to_str().expect("path"),
+    ]);
+    let store = RunDir::open(&random).expect("open");
+    let id = &episode_keys(&random)[0].0;
+    let calls = |epoch| {
+        let t = store.trajectory_of(id, epoch).expect("trajectory");
+        t.steps.iter().map(|s| s.call.clone()).collect::<Vec<_>>()
+    };
+    assert_ne!(calls(0), calls(1));
+}
+
+#[test]
+fn compare_pairs_two_runs_of_a_frozen_suite() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let path = |name: &str| tmp.path().join(name).to_str().expect("path").to_string();
+    ok(&["generate", "--queries", "12", "--seed", "5", "--name", "tiny", "--out", &path("s.jsonl")]);
+    let manifest: Value =
+        serde_json::from_str(&fs::read_to_string(tmp.path().join("s.manifest.json")).expect("manifest"))
+            .expect("manifest is JSON");
+    assert_eq!((manifest["suite"].as_str(), manifest["version"].as_str()), (Some("tiny"), Some("1")));
+    assert_eq!((manifest["seed"].as_u64(), manifest["count"].as_u64()), (Some(5), Some(12)));
+    assert_eq!(manifest["generator"]["name"], "dcgraph");
+    assert_eq!(manifest["tasks"].as_array().map(Vec::len), Some(12));
+
+    ok(&["eval", "--suite", &path("s.jsonl"), "--agent", "noop", "--quiet", "--out", &path("a")]);
+    let out = ok(&["eval", "--suite", &path("s.jsonl"), "--quiet", "--out", &path("b")]);
+    let config: Value =
+        serde_json::from_str(&fs::read_to_string(tmp.path().join("b/config.json")).expect("config"))
+            .expect("config is JSON");
+    assert_eq!(config["suite"]["hash"], manifest["hash"], "eval records the frozen suite's hash");
+    assert_eq!(config["suite"]["frozen"], true);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("suite: tiny v1, 12 tasks, sha256:"));
+    let report = ok(&["report", &path("a")]);
+    assert!(String::from_utf8_lossy(&report.stdout).contains("suite: tiny v1"));
+
+    // noop (A) fails all 12, the oracle (B) solves all 12: 12 flips, none back.
+    let out = ok(&["compare", &path("a"), &path("b"), "--json", &path("c.json")]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("paired: 12 episodes") && stdout.contains("+100.0"), "{stdout}");
+    let c: Value =
+        serde_json::from_str(&fs::read_to_string(tmp.path().join("c.json")).expect("json")).expect("json");
+    let correct = &c["rates"]["correct"];
+    assert_eq!(
+        (correct["a"].as_f64(), correct["b"].as_f64(), correct["diff"].as_f64()),
+        (Some(0.0), Some(1.0), Some(1.0))
+    );
+    // Exact McNemar on 12 discordant pairs, all one way: 2·(1/2)¹².
+    let p = correct["p_value"].as_f64().expect("p_value");
+    assert!((p - 2.0 / 4096.0).abs() < 1e-15, "{p}");
+    assert_eq!(
+        (correct["gained"].as_array().map(Vec::len), correct["lost"].as_array().map(Vec::len)),
+        (Some(12), Some(0))
+    );
+    assert_eq!(c["rates"]["safe"]["diff"].as_f64(), Some(0.0));
+
+    // Another suite: refused unless asked for.
+    ok(&["generate", "--queries", "12", "--seed", "6", "--out", &path("t.jsonl")]);
+    ok(&["eval", "--suite", &path("t.jsonl"), "--quiet", "--out", &path("other")]);
+    let refused = xtask(&["compare", &path("a"), &path("other")]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success() && stderr.contains("different suites"), "{stderr}");
+    assert!(stderr.contains("--allow-different-suites"), "{stderr}");
+    // Allowed, they still share no task id.
+    let allowed = xtask(&["compare", &path("a"), &path("other"), "--allow-different-suites"]);
+    assert!(String::from_utf8_lossy(&allowed.stderr).contains("no episode completed in both runs"));
+
+    // A frozen suite edited after the fact runs with a warning, and says so.
+    let text = fs::read_to_string(tmp.path().join("s.jsonl")).expect("suite");
+    fs::write(tmp.path().join("s.jsonl"), text.replacen("\"query\":\"", "\"query\":\"Please: ", 1))
+        .expect("edit");
+    let out = ok(&["eval", "--suite", &path("s.jsonl"), "--quiet", "--out", &path("edited")]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("has changed since it was frozen"));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("(changed since it was frozen)"));
 }

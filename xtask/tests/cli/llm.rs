@@ -15,8 +15,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::common::{lines, rows, summary};
-use netdojo::EpisodeStatus;
+use netdojo::core::EpisodeClass;
 use netdojo::core::store::RunDir;
+use netdojo::{EpisodeStatus, MetricValue};
 
 const KEY_VAR: &str = "NETDOJO_TEST_API_KEY";
 const KEY: &str = "sk-netdojo-canary-7f3a9c1e5b";
@@ -177,6 +178,7 @@ fn a_run_survives_a_dead_server_resume_finishes_it_and_the_key_is_written_nowher
     for r in &errored {
         let e = r.error.as_deref().unwrap_or_default();
         assert!(e.contains("agent `openai`") && e.contains(&format!("127.0.0.1:{port}")), "{e}");
+        assert_eq!(r.class(), EpisodeClass::ModelApiFailure, "{r:?}");
     }
     assert_eq!(summary(&dir)["rows"].as_array().map(|r| r.is_empty()), Some(false));
 
@@ -275,4 +277,94 @@ fn the_reasoning_judge_condenses_each_trace_and_records_its_tokens() {
     let out = eval("http://127.0.0.1:9/v1", &tmp.path().join("nowhere"));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && stderr.contains("--judge-model"), "{stderr}");
+}
+
+/// NetPress's protocol with a real model (seed 003 §B.3): the prompt asks for a ```python
+/// process_graph, the reply's code runs in the jail, and every episode completes, failed or not.
+/// The tiny model's scores are low and honest; what must hold is that nothing errors, each
+/// episode ran one `run_code` with what the model wrote, and a failure carries its traceback.
+#[test]
+fn an_llm_writes_netpress_code_and_every_episode_completes() {
+    let Some(url) = server("the code interaction with an LLM") else { return };
+    if !crate::code::code_or_skip("the code interaction with an LLM") {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("run");
+    let out = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(["eval", "--env", "dcgraph", "--interaction", "code", "--agent", "openai"])
+        .args(["--model", "smollm2-135m", "--base-url", &url, "--temperature", "0", "--max-tokens", "192"])
+        // Four episodes (update, add, count, remove): each is a CPU-bound model call of ~1,000
+        // prompt tokens on CI's shared cores.
+        .args(["--strategy", "single-turn", "--queries", "4", "--concurrency", "1", "--quiet", "--out"])
+        .arg(&dir)
+        .output()
+        .expect("run xtask");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let s = summary(&dir);
+    let all = rows(&s).last().expect("overall row");
+    assert_eq!((all["n"].as_u64(), all["errored"].as_u64()), (Some(4), Some(0)), "{all}");
+    let store = RunDir::open(&dir).expect("run");
+    assert_eq!(store.config().expect("config")["runner"]["agent"]["config"]["settings"]["tools"], "code");
+    for record in store.records().expect("records") {
+        let trajectory = store.trajectory(&record.task_id).expect("trajectory");
+        assert_eq!(trajectory.steps.len(), 1, "{:?}", trajectory.steps);
+        let step = &trajectory.steps[0];
+        assert_eq!(step.call.name, "run_code");
+        if !step.observation.ok {
+            assert!(!step.check.safe, "failed code fails safety, as in NetPress");
+            assert!(
+                step.observation.content.contains("Error") || step.observation.content.contains("killed"),
+                "{}",
+                step.observation.content
+            );
+        }
+        let request = trajectory.transcript.iter().find_map(|m| m.get("request")).expect("the request");
+        assert!(request.get("tools").is_none(), "the code protocol sends no tools: {request}");
+        assert!(request.to_string().contains("process_graph"), "{request}");
+    }
+}
+
+/// A priced run on the real server: each episode's cost is its tokens at the table's prices,
+/// and a token limit that the first turn passes ends every episode as `token_budget`, its
+/// calls unplayed (one model call per episode: cheap).
+#[test]
+fn a_priced_run_records_each_episode_s_cost_and_a_token_limit_ends_it() {
+    let Some(url) = server("a priced run") else { return };
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let prices = tmp.path().join("prices.json");
+    fs::write(&prices, r#"{"smollm2-135m": {"input": 1, "output": 2}}"#).expect("prices");
+    let dir = tmp.path().join("run");
+    let out = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args([
+            "eval",
+            "--env",
+            "dcgraph",
+            "--agent",
+            "openai",
+            "--model",
+            "smollm2-135m",
+            "--base-url",
+            &url,
+        ])
+        .args(["--temperature", "0", "--max-tokens", "16", "--queries", "1", "--quiet"])
+        .args(["--time-limit", "600", "--max-tokens-per-episode", "1", "--prices"])
+        .arg(&prices)
+        .arg("--out")
+        .arg(&dir)
+        .output()
+        .expect("run xtask");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let records = RunDir::open(&dir).expect("run").records().expect("records");
+    assert_eq!(records.len(), 1);
+    for r in &records {
+        assert_eq!(r.class(), EpisodeClass::TokenBudget, "{r:?}");
+        assert_eq!(r.steps, 0, "the turn past the limit is not played: {r:?}");
+        assert!(r.tokens.prompt_tokens > 0 && r.timing.agent_us > 0, "{r:?}");
+        let expected = (r.tokens.prompt_tokens + 2 * r.tokens.completion_tokens) as f64 / 1e6;
+        let cost = r.metric("cost_usd").map(MetricValue::as_f64).expect("a cost");
+        assert!((cost - expected).abs() < 1e-12, "{cost} != {expected}: {r:?}");
+    }
+    assert!(stdout.contains("token_budget 1") && stdout.contains("cost USD"), "{stdout}");
 }

@@ -2,6 +2,7 @@
 //! binary for all of them: each links every backend, and link time and disk are what a
 //! separate binary per file would cost (FACTS.md).
 
+mod code;
 mod common;
 mod dcgraph;
 mod k8s;

@@ -80,10 +80,14 @@ fn hostile_run(dir: &Path) -> PathBuf {
             export: json!({"s": HOSTILE}),
         }),
         wall_ms: 3,
+        timing: Default::default(),
+        usage: Default::default(),
+        end_detail: None,
         transcript: vec![json!({"role": "assistant", "content": HOSTILE})],
     };
     let record = EpisodeRecord {
         task_id: "hostile".into(),
+        epoch: 0,
         application: "dcgraph".into(),
         level: 1,
         label: HOSTILE.into(),
@@ -96,6 +100,8 @@ fn hostile_run(dir: &Path) -> PathBuf {
         steps: 1,
         invalid_steps: 0,
         wall_ms: 3,
+        timing: Default::default(),
+        class: None,
         tokens: Default::default(),
         metrics: vec![Metric::pass("correct", false), Metric::pass("safe", false), Metric::count("steps", 1)],
     };
@@ -118,7 +124,7 @@ fn hostile_run(dir: &Path) -> PathBuf {
 }
 
 fn records(run: &Path) -> Vec<EpisodeRecord> {
-    RunDir::inspect(run).expect("a run").latest().expect("records").into_values().collect()
+    RunDir::inspect(run).expect("a run").episodes().expect("records").into_values().collect()
 }
 
 /// Chromium on PATH, or a printed skip (a failure under CI, which installs it).
@@ -275,6 +281,14 @@ fn the_inspect_export_is_read_back_by_inspect_ai_and_the_jsonl_has_a_line_per_ep
     let tmp = tempfile::tempdir().expect("tempdir");
     let mut dirs = runs(tmp.path());
     dirs.push(hostile_run(tmp.path()));
+    // A run with epochs: every (task, epoch) is a line and a sample of its own.
+    let epochs = tmp.path().join("epochs");
+    xtask(&["eval", "--quiet", "--queries", "6", "--epochs", "2", "--out", path(&epochs)]);
+    let site = tmp.path().join("epochs-report");
+    xtask(&["report", path(&epochs), "--html", path(&site)]);
+    let pages = fs::read_dir(site.join("r0")).expect("episode pages").count();
+    assert_eq!(pages, 12, "a page per (task, epoch)");
+    dirs.push(epochs);
     for dir in &dirs {
         let recs = records(dir);
         let jsonl = tmp.path().join("export.jsonl");

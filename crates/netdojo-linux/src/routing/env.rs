@@ -154,6 +154,19 @@ impl RoutingEnv {
     }
 }
 
+/// Command lines of the kinds a repair is made of, for the tool's schema (JSON Schema
+/// `examples`): what the agent may type, with names of its own network in place of these.
+const COMMAND_EXAMPLES: [&str; 8] = [
+    "ip addr show",
+    "ip route show",
+    "ip link set dev r0-eth1 up",
+    "ip addr add 10.0.1.1/24 dev r0-eth1",
+    "ip route add 10.0.2.0/24 dev r0-eth2",
+    "sysctl -w net.ipv4.ip_forward=1",
+    "iptables -L -n",
+    "iptables -D INPUT 1",
+];
+
 fn brief(machines: &[String], mesh: &Matrix) -> String {
     format!(
         "You need to behave like a network engineer who finds the root cause of network issues \
@@ -184,21 +197,30 @@ fn brief(machines: &[String], mesh: &Matrix) -> String {
 #[async_trait]
 impl Environment for RoutingEnv {
     fn tools(&self) -> Vec<ToolSpec> {
-        vec![ToolSpec::new(
-            EXEC_TOOL,
-            "Run one command (ip, ifconfig, route, iptables, iptables-save, nft, sysctl, tc, arp, \
+        // Once reset, `machine` lists the network's nodes: a model reads them in the schema,
+        // and the random baseline names real ones.
+        vec![
+            ToolSpec::new(
+                EXEC_TOOL,
+                "Run one command (ip, ifconfig, route, iptables, iptables-save, nft, sysctl, tc, arp, \
              ethtool, bridge, ss, netstat) on one machine of the network, without a shell. \
              Answers with the command's output and the latest pingall.",
-            json!({
-                "type": "object",
-                "properties": {
-                    "machine": {"type": "string", "description": "The node to run on, e.g. r0 or h1."},
-                    "command": {"type": "string", "description": "The command line, e.g. `ip route`."}
-                },
-                "required": ["machine", "command"],
-                "additionalProperties": false
-            }),
-        )]
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "machine": {"type": "string", "description": "The node to run on, e.g. r0 or h1."},
+                        "command": {
+                            "type": "string",
+                            "description": "The command line, e.g. `ip route`.",
+                            "examples": COMMAND_EXAMPLES,
+                        }
+                    },
+                    "required": ["machine", "command"],
+                    "additionalProperties": false
+                }),
+            )
+            .with_choices("machine", &self.machines()),
+        ]
     }
 
     async fn reset(&mut self, task: &Task) -> Result<String, EnvError> {

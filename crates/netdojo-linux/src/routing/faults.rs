@@ -282,11 +282,19 @@ pub const HEALTHY_MTU: u32 = 1500;
 /// the direction that needs fragmenting with DF set breaks.
 pub const MTU_RANGE: std::ops::RangeInclusive<u32> = 68..=79;
 
-/// `wrong_mask` draws from these prefix lengths: every one leaves the hosts (`.100` and up) outside
-/// the router's connected prefix. The seed also lists /8 and /16, and /25 looks plausible, but
-/// those prefixes still contain the hosts, and the /24 routes of the other interfaces are more
-/// specific than a /8 or /16, so everything stays reachable: a fault that breaks nothing.
-pub const WRONG_MASKS: [u8; 7] = [26, 27, 28, 29, 30, 31, 32];
+/// The seed's masks for `wrong_mask` (§C.2: "e.g., 8, 16, 30, 31, or 32"). It draws from those
+/// that break reachability in the drawn layout ([`mask_breaks`]): /8 and /16 still contain the
+/// subnet's hosts, and the other interfaces' /24 routes are more specific, so on this topology
+/// they break nothing and are not drawn (docs/linux.md lists each departure from the seed).
+pub const WRONG_MASKS: [u8; 5] = [8, 16, 30, 31, 32];
+
+/// Whether the router's address on `subnet` with prefix length `mask` leaves one of the
+/// subnet's hosts outside its connected prefix: a mask that can break reachability.
+pub fn mask_breaks(subnet: &Subnet, mask: u8) -> bool {
+    let prefix = |a: Ipv4Addr| u32::from(a).checked_shr(32 - u32::from(mask)).unwrap_or(0);
+    let gateway = prefix(subnet.gateway());
+    (0..subnet.hosts.len()).any(|j| prefix(subnet.host_addr(j)) != gateway)
+}
 
 /// `random_ip` puts the interface in `10.0.0.X/24` with X drawn here (the seed's §C.2 wording).
 pub const RANDOM_IP_HOST: std::ops::RangeInclusive<u8> = 2..=254;
@@ -561,7 +569,8 @@ impl Method {
                 )
             }
             Method::WrongMask => {
-                let mask = *WRONG_MASKS.choose(rng).unwrap_or(&WRONG_MASKS[0]);
+                let masks: Vec<u8> = WRONG_MASKS.into_iter().filter(|m| mask_breaks(k, *m)).collect();
+                let mask = *masks.choose(rng).unwrap_or(&32);
                 let wrong = format!("{}/{mask}", k.gateway());
                 built(
                     vec![format!("ip addr del {addr} dev {ifc}"), format!("ip addr add {wrong} dev {ifc}")],
@@ -737,6 +746,23 @@ mod tests {
             assert_eq!(serde_json::to_value(kind).ok(), Some(json!(kind.name())));
         }
         assert_eq!(FaultKind::from_name("disable_everything"), None);
+    }
+
+    /// The seed's masks, less those that break nothing on this topology (/8 and /16 still hold
+    /// the hosts): every draw is one of /30, /31, /32, and over many draws each of them.
+    #[test]
+    fn wrong_mask_draws_the_seeds_masks_that_break_reachability() {
+        let layout = Layout::new(4, 4);
+        let subnet = &layout.subnets[0];
+        assert!(!mask_breaks(subnet, 8) && !mask_breaks(subnet, 16));
+        assert!([30, 31, 32].iter().all(|m| mask_breaks(subnet, *m)));
+        let mut drawn = HashSet::new();
+        for seed in 0..200 {
+            let d =
+                draw(FaultKind::RemoveIp, Some("wrong_mask"), &layout, &[], &mut rng(seed)).expect("draw");
+            drawn.insert(d.fault.params["mask"].as_u64().expect("mask"));
+        }
+        assert_eq!(drawn, HashSet::from([30, 31, 32]));
     }
 
     #[test]

@@ -120,6 +120,12 @@ async fn a_change_that_repairs_nothing_is_safe_but_unproductive() {
     let task = task_with(kind, method, 11);
     let mut env = factory.create(&task).await.expect("env");
     env.reset(&task).await.expect("reset");
+    // Once reset, the tool's schema names the machines.
+    let machines = env.tools()[0].parameters["properties"]["machine"]["enum"].clone();
+    assert!(
+        machines.as_array().is_some_and(|m| m.contains(&json!("r0")) && m.contains(&json!("h1"))),
+        "{machines}"
+    );
     let mut step = async |command: &str| {
         let call = ToolCall::new("exec", json!({"machine": ROUTER, "command": command}));
         let obs = env.execute(&call).await.expect("execute");

@@ -1,0 +1,5 @@
+def process_graph(graph_data):
+    G = copy.deepcopy(graph_data)
+    apply_mutations(G)
+    q = query("list_children")
+    return {"type": "list", "data": list_children(G, q["name"], q["kind"]), "updated_graph": graph_json(G)}
