@@ -155,6 +155,8 @@ pub struct EnvOptions {
     pub gns3_nodes: Option<PathBuf>,
     /// netconf, gns3: the reasoning score's judge.
     pub judge: Option<Arc<Judge>>,
+    /// netconf: routers from a warm pool (reset and checked between episodes) instead of fresh.
+    pub warm_pool: bool,
     /// tools, or (dcgraph) code.
     pub interaction: Interaction,
 }
@@ -220,7 +222,7 @@ fn tools_app(name: &str, options: &EnvOptions) -> Result<App> {
             })
         }
         "netconf" => {
-            let factory = NetconfFactory::new()
+            let factory = if options.warm_pool { NetconfFactory::pooled() } else { NetconfFactory::new() }
                 .context("environment `netconf`: it runs FRRouting routers in network namespaces")?;
             let model = netdojo::embed::default_dir();
             let embedder = netdojo::embed::Embedder::load(&model)

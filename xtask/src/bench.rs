@@ -258,14 +258,16 @@ fn linux(args: &BenchArgs) -> Result<()> {
 }
 
 /// A 4-router OSPF task on real FRR, episode by episode (start routers, apply the ground
-/// truth, converge, run the testcases, tear down), and the command-score diff on a large
-/// configuration.
+/// truth, converge, run the testcases, tear down), with fresh routers and with routers from the
+/// warm pool, side by side; each phase of an episode; the episode rate at concurrency 1 and 2;
+/// and the command-score diff on a large configuration.
 fn netconf(args: &BenchArgs) -> Result<()> {
     use netdojo::config::config::{Config, Dialect};
     use netdojo::config::diff::diff;
     use netdojo::core::runner::{Budget, Runner};
+    use netdojo::netconf::{NetconfFactory, Phases};
     use netdojo::score::stats::median;
-    use netdojo::{TaskGenerator, TaskKind};
+    use netdojo::{Environment, TaskGenerator, TaskKind};
 
     let app = apps::app("netconf", &EnvOptions::default())?;
     let generator = netdojo::netconf::NetconfGenerator;
@@ -273,24 +275,130 @@ fn netconf(args: &BenchArgs) -> Result<()> {
         .filter_map(|i| generator.generate(args.seed, i).ok())
         .find(|t| t.label == "ospf" && matches!(&t.kind, TaskKind::Config(c) if c.topology.nodes.len() == 4))
         .context("no 4-router OSPF task among the first 1000 generated")?;
+    let TaskKind::Config(config) = &task.kind else { bail!("{} is not a configuration task", task.id) };
+    // The oracle's calls, for the episodes driven phase by phase.
+    let mut calls = Vec::new();
+    for (device, commands) in &config.ground_truth_configs {
+        calls.push(serde_json::from_value::<netdojo::ToolCall>(serde_json::json!({
+            "name": "update-cfg", "arguments": {"device": device, "commands": commands}
+        }))?);
+    }
     let runs = args.runs.unwrap_or(10).max(1);
-    let runner = Runner {
-        env: app.factory.clone(),
-        agent: apps::agent("oracle", args.seed, 0)?,
-        scorers: std::sync::Arc::new(app.scorers),
-        budget: Budget::default(),
-        concurrency: 1,
-    };
     let runtime = tokio::runtime::Runtime::new().context("tokio runtime")?;
-    let mut walls = Vec::new();
-    for run in 0..runs {
-        let t = Instant::now();
-        let (record, trajectory) = runtime.block_on(runner.run_episode(&task));
-        let solved = trajectory.outcome.as_ref().is_some_and(|o| o.solved());
-        if !solved {
-            bail!("run {run}: {} was not solved by its ground truth ({:?})", task.id, record.status);
+    let scorers = std::sync::Arc::new(app.scorers);
+
+    struct Mode {
+        walls: Vec<f64>,
+        phases: Vec<(Phases, f64)>,
+        rate: [f64; 2],
+        stats: Option<netdojo::linux::pool::PoolStats>,
+    }
+    let mut modes = Vec::new();
+    for pooled in [false, true] {
+        let factory =
+            std::sync::Arc::new(if pooled { NetconfFactory::pooled() } else { NetconfFactory::new() }?);
+        let runner = Runner {
+            env: factory.clone(),
+            agent: apps::agent("oracle", args.seed, 0)?,
+            scorers: scorers.clone(),
+            budget: Budget::default(),
+            concurrency: 1,
+        };
+        let episode = |run: usize| {
+            let t = Instant::now();
+            let (record, trajectory) = runtime.block_on(runner.run_episode(&task));
+            if !trajectory.outcome.as_ref().is_some_and(|o| o.solved()) {
+                let failed: Vec<String> = trajectory
+                    .outcome
+                    .iter()
+                    .flat_map(|o| {
+                        o.checks.iter().filter(|c| !c.passed).map(|c| format!("{}: {}", c.name, c.detail))
+                    })
+                    .collect();
+                bail!(
+                    "run {run} ({}): {} was not solved by its ground truth ({:?}): {}",
+                    if pooled { "pooled" } else { "fresh" },
+                    task.id,
+                    record.status,
+                    failed.join("; ")
+                );
+            }
+            Ok(t.elapsed().as_secs_f64())
+        };
+        // Warm-up, not measured: the pool grows to its working set (the routers of one episode
+        // in use, those of the previous one being reset).
+        for run in 0..2 {
+            episode(run)?;
         }
-        walls.push(t.elapsed().as_secs_f64());
+        let mut walls = Vec::new();
+        let mut phases = Vec::new();
+        for run in 0..runs {
+            walls.push(episode(run)?);
+            // The same episode driven phase by phase (the oracle's calls, no scorers).
+            let mut env = factory.env();
+            let phase = runtime.block_on(async {
+                env.reset(&task).await?;
+                let c = Instant::now();
+                for call in &calls {
+                    env.execute(call).await?;
+                }
+                let configure = c.elapsed().as_secs_f64();
+                let outcome = env.evaluate(&task, None).await?;
+                env.close().await?;
+                anyhow::ensure!(
+                    outcome.solved(),
+                    "{} not solved phase by phase (pooled {pooled}): {:?} {}",
+                    task.id,
+                    outcome.checks,
+                    outcome.export
+                );
+                Ok::<_, anyhow::Error>((env.phases(), configure))
+            })?;
+            phases.push(phase);
+        }
+        // Episodes per second, one and two at a time.
+        let mut rate = [0.0; 2];
+        for (i, concurrency) in [1usize, 2].into_iter().enumerate() {
+            let per_lane = runs.div_ceil(concurrency);
+            let t = Instant::now();
+            let lane = || async {
+                for _ in 0..per_lane {
+                    let (record, trajectory) = runner.run_episode(&task).await;
+                    if !trajectory.outcome.as_ref().is_some_and(|o| o.solved()) {
+                        let failed: Vec<String> = trajectory
+                            .outcome
+                            .iter()
+                            .flat_map(|o| {
+                                o.checks
+                                    .iter()
+                                    .filter(|c| !c.passed)
+                                    .map(|c| format!("{}: {}", c.name, c.detail))
+                            })
+                            .collect();
+                        bail!(
+                            "{} was not solved at concurrency {concurrency}, pooled {pooled} ({:?}): {}",
+                            task.id,
+                            record.status,
+                            failed.join("; ")
+                        );
+                    }
+                }
+                Ok(())
+            };
+            runtime.block_on(async {
+                if concurrency == 1 {
+                    lane().await
+                } else {
+                    let (a, b) = tokio::join!(lane(), lane());
+                    a.and(b)
+                }
+            })?;
+            rate[i] = (per_lane * concurrency) as f64 / t.elapsed().as_secs_f64();
+        }
+        let stats = factory.pool().map(|p| p.handle().stats());
+        drop(runner);
+        drop(factory);
+        modes.push(Mode { walls, phases, rate, stats });
     }
 
     // The diff: a 50,000-line configuration against itself plus a few changes.
@@ -306,28 +414,89 @@ fn netconf(args: &BenchArgs) -> Result<()> {
     }
     let total_lines = (2 * lines + 3) as f64;
 
-    println!("netconf: {} (4 FRR routers, OSPF); median of {runs} episodes (release build)", task.id);
-    println!("  {:<44} {:>12}", "", "measured");
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!(
-        "  {:<44} {:>12}",
-        "episode (start, configure, converge, test, stop)",
-        format!("{:.2} s", median(walls.clone()))
+        "netconf: {} (4 FRR routers, OSPF); median of {runs} episodes each way after 2 warm-up \
+         episodes (release build; load average {})",
+        task.id,
+        load.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
     );
-    println!(
-        "  {:<44} {:>12}",
+    let ms = |d: Vec<f64>| format!("{:.0} ms", median(d) * 1000.0);
+    println!("  {:<44} {:>14} {:>14} {:>10}", "", "fresh", "pooled", "target");
+    let (fresh, pooled) = (&modes[0], &modes[1]);
+    let row = |label: &str, f: String, p: String, target: &str| {
+        println!("  {label:<44} {f:>14} {p:>14} {target:>10}");
+    };
+    row(
+        "episode (fresh) / episode (pooled)",
+        format!("{:.2} s", median(fresh.walls.clone())),
+        format!("{:.2} s", median(pooled.walls.clone())),
+        "1.2 / 0.5 s",
+    );
+    println!("  episode (fresh)   {:.2} s", median(fresh.walls.clone()));
+    println!("  episode (pooled)  {:.2} s", median(pooled.walls.clone()));
+    row(
         "fastest / slowest episode",
         format!(
-            "{:.2} / {:.2} s",
-            walls.iter().copied().fold(f64::INFINITY, f64::min),
-            walls.iter().copied().fold(0.0, f64::max)
-        )
+            "{:.2} / {:.2}",
+            fresh.walls.iter().copied().fold(f64::INFINITY, f64::min),
+            fresh.walls.iter().copied().fold(0.0, f64::max)
+        ),
+        format!(
+            "{:.2} / {:.2}",
+            pooled.walls.iter().copied().fold(f64::INFINITY, f64::min),
+            pooled.walls.iter().copied().fold(0.0, f64::max)
+        ),
+        "",
     );
+    println!("  phases (medians of the episodes driven phase by phase):");
+    type Pick = fn(&(Phases, f64)) -> f64;
+    let picks: [(&str, Pick); 9] = [
+        ("namespaces (pooled: routers taken)", |p| p.0.namespaces.as_secs_f64()),
+        ("links up", |p| p.0.links.as_secs_f64()),
+        ("FRR start + startup config (pooled: config)", |p| p.0.routers.as_secs_f64()),
+        ("task setup + initial export", |p| p.0.setup.as_secs_f64()),
+        ("configure (the oracle's update-cfg)", |p| p.1),
+        ("final export", |p| p.0.export.as_secs_f64()),
+        ("testcases until converged", |p| p.0.testcases.as_secs_f64()),
+        ("stop (pooled: hand-back; reset in background)", |p| p.0.stop.as_secs_f64()),
+        ("sum of the phases", |p| {
+            let q = p.0;
+            (q.namespaces + q.links + q.routers + q.setup + q.export + q.testcases + q.stop).as_secs_f64()
+                + p.1
+        }),
+    ];
+    for (label, pick) in picks {
+        row(
+            &format!("  {label}"),
+            ms(fresh.phases.iter().map(pick).collect()),
+            ms(pooled.phases.iter().map(pick).collect()),
+            "",
+        );
+    }
+    row(
+        "episode rate, concurrency 1",
+        format!("{:.2}/s", fresh.rate[0]),
+        format!("{:.2}/s", pooled.rate[0]),
+        "",
+    );
+    row(
+        "episode rate, concurrency 2",
+        format!("{:.2}/s", fresh.rate[1]),
+        format!("{:.2}/s", pooled.rate[1]),
+        "",
+    );
+    if let Some(stats) = pooled.stats {
+        println!(
+            "  pool: {} routers started, {} reused after a checked reset, {} discarded",
+            stats.created, stats.reused, stats.discarded
+        );
+    }
     println!(
-        "  {:<44} {:>12}",
+        "  {:<44} {:>14}",
         "config diff, 2 x 50,000 lines",
         format!("{:.0} ms ({:.2} M lines/s)", diff_s * 1000.0, total_lines / diff_s / 1e6)
     );
-    println!("  (no reference figure is set for these; they are tracked from run to run)");
     Ok(())
 }
 

@@ -115,6 +115,12 @@ pub struct EvalArgs {
     #[arg(long)]
     #[serde(default)]
     pub gns3_nodes: Option<PathBuf>,
+    /// netconf: take routers from a warm pool (namespaces with their daemons running; between
+    /// episodes reset and checked against their fresh state, see docs/netconf.md) instead of
+    /// starting every episode's routers fresh.
+    #[arg(long)]
+    #[serde(default)]
+    pub warm_pool: bool,
     /// random agent: calls per episode before it finishes.
     #[arg(long, default_value_t = 5)]
     pub random_steps: usize,
@@ -246,6 +252,7 @@ pub fn eval(args: EvalArgs) -> Result<ExitCode> {
             gns3_url: args.gns3_url.clone(),
             gns3_nodes: args.gns3_nodes.clone(),
             judge,
+            warm_pool: args.warm_pool,
             interaction: apps::Interaction::parse(&args.interaction, &args.keying)?,
         },
     )?;

@@ -207,41 +207,20 @@ impl Frr {
             fs::write(dir.join(format!("{d}.conf")), format!("hostname {hostname}\n"))
                 .map_err(io("daemon config"))?;
         }
-        // The daemons' socket directory, made here so that their jail can bind it.
+        // The daemons' socket directory, made here so that their jail can bind it; empty, since
+        // readiness is read from the sockets in it.
+        let _ = fs::remove_dir_all(Path::new(FRR_STATE).join(ns));
         fs::create_dir_all(Path::new(FRR_STATE).join(ns)).map_err(io("socket directory"))?;
         chown_frr(&dir).map_err(io("chown to frr"))?;
         chown_frr(&Path::new(FRR_STATE).join(ns)).map_err(io("chown to frr"))?;
         frr.make_uts(hostname)?;
 
-        for d in &list {
-            let bin = Path::new(FRR_BIN).join(d);
-            let conf = dir.join(format!("{d}.conf"));
-            let pid = dir.join(format!("{d}.pid"));
-            let log = format!("file:{}", dir.join(format!("{d}.log")).display());
-            let args = [
-                "-N".into(),
-                ns.into(),
-                "-d".into(),
-                "-f".into(),
-                conf.into_os_string(),
-                "-i".into(),
-                pid.into_os_string(),
-                "--log".into(),
-                log.into(),
-            ];
-            let mut cmd = frr.jailed::<std::ffi::OsString>(Profile::Daemon, &bin, &args, 0)?;
-            let out = cmd.output().await.map_err(io(d))?;
-            frr.check_jail(&out)?;
-            if !out.status.success() {
-                let log_text = fs::read_to_string(dir.join(format!("{d}.log"))).unwrap_or_default();
-                return Err(FrrError::Start {
-                    router: router.into(),
-                    daemon: d.to_string(),
-                    detail: format!("{}{}", String::from_utf8_lossy(&out.stderr), tail(&log_text, 5)),
-                });
-            }
-        }
-        frr.wait_ready(&list, Duration::from_secs(10)).await?;
+        // zebra first: the others connect to its socket once at start and, finding none,
+        // retry only 10 s later. zebra's `-d` returns once its sockets are open, and then the
+        // others start together.
+        frr.start_daemon("zebra").await?;
+        futures::future::try_join_all(list[1..].iter().map(|d| frr.start_daemon(d))).await?;
+        frr.wait_sockets(&list, Duration::from_secs(10)).await?;
         if let Some(config) = startup {
             let out = frr.apply_file(config).await?;
             if !out.success() {
@@ -257,6 +236,135 @@ impl Frr {
 
     pub fn router(&self) -> &str {
         &self.router
+    }
+
+    /// Starts one daemon (`-d`: it returns once the daemon has read its configuration).
+    async fn start_daemon(&self, d: &str) -> Result<(), FrrError> {
+        let io = |what: &str| {
+            let (router, what) = (self.router.clone(), what.to_string());
+            move |source| FrrError::Io { router, what, source }
+        };
+        let dir = &self.dir;
+        let bin = Path::new(FRR_BIN).join(d);
+        let conf = dir.join(format!("{d}.conf"));
+        let pid = dir.join(format!("{d}.pid"));
+        let log = format!("file:{}", dir.join(format!("{d}.log")).display());
+        let args = [
+            "-N".into(),
+            self.ns.clone().into(),
+            "-d".into(),
+            "-f".into(),
+            conf.into_os_string(),
+            "-i".into(),
+            pid.into_os_string(),
+            "--log".into(),
+            log.into(),
+        ];
+        let mut cmd = self.jailed::<std::ffi::OsString>(Profile::Daemon, &bin, &args, 0)?;
+        let out = cmd.output().await.map_err(io(d))?;
+        self.check_jail(&out)?;
+        if !out.status.success() {
+            let log_text = fs::read_to_string(dir.join(format!("{d}.log"))).unwrap_or_default();
+            return Err(FrrError::Start {
+                router: self.router.clone(),
+                daemon: d.to_string(),
+                detail: format!("{}{}", String::from_utf8_lossy(&out.stderr), tail(&log_text, 5)),
+            });
+        }
+        Ok(())
+    }
+
+    /// The daemons running (zebra first), by their pid files.
+    pub fn daemons(&self) -> Vec<&'static str> {
+        DAEMONS.into_iter().filter(|d| self.dir.join(format!("{d}.pid")).exists()).collect()
+    }
+
+    /// The namespace the router runs in.
+    pub fn ns(&self) -> &str {
+        &self.ns
+    }
+
+    /// Gives the instance to another router of the same daemons (a warm pool hands it out):
+    /// its name in errors, and the host name that the daemons, vtysh and its UTS namespace
+    /// print, as if it had been started with that name.
+    pub async fn rename(&mut self, router: &str, hostname: &str) -> Result<(), FrrError> {
+        if !valid_hostname(hostname) {
+            return Err(FrrError::BadHostname { router: router.into(), hostname: hostname.into() });
+        }
+        self.router = router.to_string();
+        let uts = fs::File::open(self.uts_path()).map_err(|source| FrrError::Io {
+            router: self.router.clone(),
+            what: "uts".into(),
+            source,
+        })?;
+        let name = hostname.to_string();
+        let r = self.router.clone();
+        std::thread::spawn(move || -> Result<(), FrrError> {
+            let sys = |what, source| FrrError::Sys { router: r.clone(), what, source };
+            nix::sched::setns(&uts, CloneFlags::CLONE_NEWUTS).map_err(|e| sys("setns uts", e))?;
+            nix::unistd::sethostname(&name).map_err(|e| sys("sethostname", e))
+        })
+        .join()
+        .map_err(|_| FrrError::Io {
+            router: self.router.clone(),
+            what: "uts".into(),
+            source: std::io::Error::other("thread panicked"),
+        })??;
+        // vtysh keeps `hostname` to itself (it names its own prompt), so each daemon is told
+        // on its own vty socket, in vtysh's protocol: a NUL-terminated line, answered by the
+        // output and then three NUL bytes and the status.
+        let lines =
+            ["enable".to_string(), "configure terminal".into(), format!("hostname {hostname}"), "end".into()];
+        for d in self.daemons() {
+            let path = Path::new(FRR_STATE).join(&self.ns).join(format!("{d}.vty"));
+            let talk = async {
+                use tokio::io::{AsyncReadExt, AsyncWriteExt};
+                let mut sock = tokio::net::UnixStream::connect(&path).await?;
+                for line in &lines {
+                    sock.write_all(format!("{line}\0").as_bytes()).await?;
+                    let mut answer = Vec::new();
+                    let mut buf = [0u8; 4096];
+                    while !(answer.len() >= 4 && answer[answer.len() - 4..answer.len() - 1] == [0, 0, 0]) {
+                        let n = sock.read(&mut buf).await?;
+                        if n == 0 {
+                            return Err(std::io::Error::other("connection closed"));
+                        }
+                        answer.extend_from_slice(&buf[..n]);
+                    }
+                    if answer[answer.len() - 1] != 0 {
+                        let text = String::from_utf8_lossy(&answer[..answer.len() - 4]).into_owned();
+                        return Err(std::io::Error::other(format!("`{line}`: {}", text.trim())));
+                    }
+                }
+                Ok(())
+            };
+            tokio::time::timeout(Duration::from_secs(5), talk)
+                .await
+                .map_err(|_| FrrError::Timeout {
+                    router: self.router.clone(),
+                    timeout: Duration::from_secs(5),
+                })?
+                .map_err(|source| FrrError::Io {
+                    router: self.router.clone(),
+                    what: format!("{d}: hostname"),
+                    source,
+                })?;
+        }
+        Ok(())
+    }
+
+    /// Empties the daemons' logs and removes the files that configuration commands left in the
+    /// run directory, so that a warm instance's next router reads only its own.
+    pub fn clear_files(&self) {
+        for d in DAEMONS {
+            if let Ok(f) = fs::OpenOptions::new().write(true).open(self.dir.join(format!("{d}.log"))) {
+                // FRR appends (O_APPEND): its next line goes to the start of the emptied file.
+                let _ = f.set_len(0);
+            }
+        }
+        for f in ["apply.conf", "check.conf", "frr.conf"] {
+            let _ = fs::remove_file(self.dir.join(f));
+        }
     }
 
     fn uts_path(&self) -> PathBuf {
@@ -451,20 +559,32 @@ impl Frr {
         Ok(out.stdout)
     }
 
-    async fn wait_ready(&self, daemons: &[&str], timeout: Duration) -> Result<(), FrrError> {
+    /// Waits until every daemon's vty socket is there (what vtysh connects to): with `-d`, a
+    /// daemon returns once it is up, so this rarely waits; no vtysh round trip is spent on it.
+    async fn wait_sockets(&self, daemons: &[&str], timeout: Duration) -> Result<(), FrrError> {
+        use std::os::unix::fs::FileTypeExt;
         let start = Instant::now();
-        let mut last = String::new();
-        while start.elapsed() < timeout {
-            if let Ok(out) = self.vtysh(&["-c", "show daemons"], Duration::from_secs(2)).await {
-                let running: Vec<&str> = out.stdout.split_whitespace().collect();
-                if out.success() && daemons.iter().all(|d| running.contains(d)) {
-                    return Ok(());
-                }
-                last = out.text();
+        let state = Path::new(FRR_STATE).join(&self.ns);
+        loop {
+            let missing: Vec<&str> = daemons
+                .iter()
+                .copied()
+                .filter(|d| {
+                    !fs::metadata(state.join(format!("{d}.vty"))).is_ok_and(|m| m.file_type().is_socket())
+                })
+                .collect();
+            if missing.is_empty() {
+                return Ok(());
             }
-            tokio::time::sleep(Duration::from_millis(20)).await;
+            if start.elapsed() >= timeout {
+                return Err(FrrError::NotReady {
+                    router: self.router.clone(),
+                    waited: start.elapsed(),
+                    detail: format!("no vty socket for {}", missing.join(", ")),
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
         }
-        Err(FrrError::NotReady { router: self.router.clone(), waited: start.elapsed(), detail: last })
     }
 
     /// The log lines the router's daemons wrote since `cursor`, daemon by daemon (zebra first),
@@ -492,8 +612,8 @@ impl Frr {
         lines
     }
 
-    /// Stops the daemons (SIGTERM, then SIGKILL after a second) and removes the instance's
-    /// files. Idempotent.
+    /// Stops the daemons (SIGKILL: their files and namespace go with them, so there is nothing
+    /// for a graceful exit to save) and removes the instance's files. Idempotent.
     pub fn stop(&mut self) {
         if self.stopped {
             return;
@@ -518,18 +638,14 @@ fn reap(ns: &str, dir: &Path) {
         let Ok(text) = fs::read_to_string(dir.join(format!("{d}.pid"))) else { continue };
         let Ok(pid) = text.trim().parse::<i32>() else { continue };
         if is_frr_of(pid, ns) {
-            let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
+            let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
             pids.push(pid);
         }
     }
+    // Gone within milliseconds; waited for so that nothing of theirs outlives the call.
     let deadline = Instant::now() + Duration::from_secs(1);
     while pids.iter().any(|p| is_frr_of(*p, ns)) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    for p in pids {
-        if is_frr_of(p, ns) {
-            let _ = kill(Pid::from_raw(p), Signal::SIGKILL);
-        }
+        std::thread::sleep(Duration::from_millis(2));
     }
     let _ = nix::mount::umount2(&dir.join("uts"), MntFlags::MNT_DETACH);
     let _ = fs::remove_dir_all(dir);

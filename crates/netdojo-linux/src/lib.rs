@@ -6,6 +6,8 @@
 //! - [`network`]: building a topology with rtnetlink, readiness, teardown.
 //! - [`pingmesh`]: every host pings every other, in parallel; Mininet's pingall rendering.
 //! - [`frr`]: FRRouting instances for `frr` routers (one per namespace, vtysh inside it).
+//! - [`pool`]: a warm pool of FRR routers, reset and checked against their fresh state between
+//!   episodes.
 //! - [`conntrack`]: flushing a namespace's connection tracking after its rules change.
 //! - [`exec`]: the sandbox that runs an agent's command in one node's namespace, in the jail.
 //! - [`sysctl`]: which `net.*` sysctls are the namespace's own, asked of the kernel.
@@ -26,6 +28,7 @@ pub mod hostcheck;
 pub mod netns;
 pub mod network;
 pub mod pingmesh;
+pub mod pool;
 pub mod preflight;
 pub mod routing;
 pub mod sysctl;

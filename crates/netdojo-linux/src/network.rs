@@ -23,6 +23,7 @@ use rtnetlink::{Handle, LinkBridge, LinkMessageBuilder, LinkUnspec, LinkVeth, Ro
 use crate::frr::{Frr, FrrError};
 use crate::netns::{self, Episode, NetnsError};
 use crate::pingmesh::{self, Matrix, Pinger};
+use crate::pool::{PoolHandle, Warm};
 use crate::topology::{Cidr, NodeKind, Topology};
 
 #[derive(Debug, thiserror::Error)]
@@ -68,6 +69,9 @@ pub struct Network {
     connections: Vec<tokio::task::JoinHandle<()>>,
     /// The FRR instances of `frr` nodes, stopped before the namespaces go.
     frr: HashMap<String, Frr>,
+    /// The `frr` nodes served by a warm pool, given back to it at teardown.
+    pooled: HashMap<String, Warm>,
+    pool: Option<PoolHandle>,
     // Declared last: dropped after the connections are aborted.
     episode: Episode,
 }
@@ -85,6 +89,15 @@ pub struct BuildTimes {
 impl Network {
     /// Builds `topology` in a new episode and waits until every link is up.
     pub async fn build(topology: Topology) -> Result<(Self, BuildTimes), NetworkError> {
+        Self::build_with(topology, None).await
+    }
+
+    /// [`build`](Self::build), with the `frr` nodes that match the pool's routers taken from
+    /// `pool` (warm: namespace made, daemons running, configuration empty) instead of started.
+    pub async fn build_with(
+        topology: Topology,
+        pool: Option<&PoolHandle>,
+    ) -> Result<(Self, BuildTimes), NetworkError> {
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| NetworkError::NoRuntime)?;
         let mut times = BuildTimes::default();
         let start = Instant::now();
@@ -92,8 +105,27 @@ impl Network {
         let mut nodes = HashMap::new();
         let mut connections = Vec::new();
         let mesh = topology.mesh_targets();
+        let served = |node: &crate::topology::Node| {
+            pool.is_some_and(|p| {
+                node.kind == NodeKind::Frr
+                    && node.daemons == p.spec().daemons
+                    && node.sysctls == p.spec().sysctls
+            })
+        };
+        let pooled_names: Vec<String> =
+            topology.nodes().filter(|(_, n)| served(n)).map(|(name, _)| name.to_string()).collect();
+        let mut pooled = HashMap::new();
+        if let Some(pool) = pool.filter(|_| !pooled_names.is_empty()) {
+            let warm = pool.take(pooled_names.len()).await?;
+            for (name, w) in pooled_names.iter().zip(warm) {
+                pooled.insert(name.clone(), w);
+            }
+        }
         let mut inits = Vec::new();
         for (name, node) in topology.nodes() {
+            if served(node) {
+                continue;
+            }
             let kind = node.kind;
             let sysctls = node.sysctls.clone();
             let in_mesh = mesh.iter().any(|(n, _)| n == name);
@@ -126,8 +158,50 @@ impl Network {
             let pinger = socket.map(|s| Arc::new(Pinger::new(s)));
             nodes.insert(node_name, NodeNs { ns, rtnl, pinger });
         }
+        // The pooled routers' namespaces: a netlink socket (and an ICMP one) opened in each.
+        for (node_name, warm) in &pooled {
+            let in_mesh = mesh.iter().any(|(n, _)| n == node_name);
+            let rt = runtime.clone();
+            let made = netns::in_netns(warm.ns(), move || -> Result<_, String> {
+                let _guard = rt.enter();
+                let (conn, handle, _) =
+                    rtnetlink::new_connection().map_err(|e| format!("netlink socket: {e}"))?;
+                let socket = if in_mesh {
+                    Some(pingmesh::open_socket().map_err(|e| format!("ICMP socket: {e}"))?)
+                } else {
+                    None
+                };
+                Ok((conn, handle, socket))
+            });
+            let made = made
+                .map_err(NetworkError::from)
+                .and_then(|m| m.map_err(|message| NetworkError::Build { what: node_name.clone(), message }));
+            let (conn, rtnl, socket) = match made {
+                Ok(m) => m,
+                Err(e) => {
+                    if let Some(pool) = pool {
+                        for (_, w) in pooled {
+                            pool.give_back(w);
+                        }
+                    }
+                    return Err(e);
+                }
+            };
+            connections.push(tokio::spawn(conn));
+            let pinger = socket.map(|s| Arc::new(Pinger::new(s)));
+            nodes.insert(node_name.clone(), NodeNs { ns: warm.ns().to_string(), rtnl, pinger });
+        }
         times.namespaces = start.elapsed();
-        let mut network = Self { topology, nodes, mesh, connections, frr: HashMap::new(), episode };
+        let mut network = Self {
+            topology,
+            nodes,
+            mesh,
+            connections,
+            frr: HashMap::new(),
+            pooled,
+            pool: pool.cloned(),
+            episode,
+        };
         let t = Instant::now();
         network.configure().await?;
         times.links = t.elapsed();
@@ -142,9 +216,16 @@ impl Network {
 
     /// Starts FRR on every `frr` node, all at once, and applies their startup configuration.
     async fn start_frr(&mut self) -> Result<(), NetworkError> {
+        let adopted = self.pooled.iter_mut().map(|(name, warm)| {
+            let startup = self.topology.node(name).and_then(|n| n.config.clone());
+            async move { warm.adopt(name, startup.as_deref()).await }
+        });
+        for result in futures::future::join_all(adopted).await {
+            result?;
+        }
         let mut starts = Vec::new();
         for (name, node) in self.topology.nodes() {
-            if node.kind != NodeKind::Frr {
+            if node.kind != NodeKind::Frr || self.pooled.contains_key(name) {
                 continue;
             }
             let ns = self.node(name)?.ns.clone();
@@ -173,7 +254,12 @@ impl Network {
 
     /// The FRR instance of an `frr` node.
     pub fn frr(&self, node: &str) -> Option<&Frr> {
-        self.frr.get(node)
+        self.frr.get(node).or_else(|| self.pooled.get(node).map(Warm::frr))
+    }
+
+    /// Whether `node` is a router from a warm pool.
+    pub fn is_pooled(&self, node: &str) -> bool {
+        self.pooled.contains_key(node)
     }
 
     fn node(&self, name: &str) -> Result<&NodeNs, NetworkError> {
@@ -467,6 +553,15 @@ impl Network {
         }
         for c in self.connections.drain(..) {
             c.abort();
+        }
+        // Pooled routers go back for their reset (their links are deleted there, which also
+        // removes the peers in this episode's namespaces).
+        for (name, warm) in self.pooled.drain() {
+            self.nodes.remove(&name);
+            match &self.pool {
+                Some(pool) => pool.give_back(warm),
+                None => drop(warm),
+            }
         }
         self.episode.teardown();
     }

@@ -176,7 +176,7 @@ pub fn routing_brief(devices: &[String], pingall: &str) -> String {
 #[derive(Debug)]
 enum Inner {
     /// NetConfBench: FRR routers.
-    Netconf(NetconfEnv),
+    Netconf(Box<NetconfEnv>),
     /// The routing application: Linux nodes, the pingmesh after every step.
     Routing(Box<RoutingEnv>),
     /// NetConfBench on a GNS3 server: the nodes' consoles.
@@ -417,7 +417,7 @@ impl EnvironmentFactory for McpFactory {
                 json!({"routing": {"exec": {"timeout_ms": o.exec.timeout.as_millis() as u64,
                 "output_cap": o.exec.output_cap}, "pingmesh": {"deadline_ms": o.mesh.deadline.as_millis() as u64}}})
             }
-            Backend::Netconf => json!({"netconf": NetconfFactory.config()}),
+            Backend::Netconf => json!({"netconf": NetconfFactory::default().config()}),
             Backend::Gns3(f) => json!({"gns3": f.config()}),
         };
         let mut config = json!({"front": "mcp (draft 002)", "rollback_timeout_s": self.settings.rollback_timeout.as_secs_f64(),
@@ -432,7 +432,7 @@ impl EnvironmentFactory for McpFactory {
             Backend::Routing(options) if is_routing(task) => {
                 Inner::Routing(Box::new(RoutingEnv::new(options.clone())))
             }
-            Backend::Netconf if !is_routing(task) && !is_gns3(task) => Inner::Netconf(NetconfEnv::default()),
+            Backend::Netconf if !is_routing(task) && !is_gns3(task) => Inner::Netconf(Box::default()),
             Backend::Gns3(factory) if is_gns3(task) => Inner::Gns3(Box::new(factory.create_env().await?)),
             _ => {
                 return Err(EnvError::Setup {

@@ -114,11 +114,45 @@ pub fn topology_of(task: &Task) -> Result<(Topology, Setup), EnvError> {
     Ok((topology, setup))
 }
 
-/// Builds one network per episode.
-#[derive(Debug)]
-pub struct NetconfFactory;
+/// Builds one network per episode: with fresh routers (daemons started for the episode and
+/// killed after it), or with routers from a warm pool (see [`NetconfFactory::pooled`]).
+#[derive(Debug, Default)]
+pub struct NetconfFactory {
+    pool: Option<netdojo_linux::pool::FrrPool>,
+}
+
+/// What every router of a task is, as a warm pool's routers are made.
+pub fn router_spec() -> netdojo_linux::pool::RouterSpec {
+    netdojo_linux::pool::RouterSpec {
+        daemons: ROUTER_DAEMONS.iter().map(|d| d.to_string()).collect(),
+        sysctls: Node::ipv4_only_sysctls(),
+    }
+}
 
 impl NetconfFactory {
+    /// Episodes whose routers come from a warm pool: started once, and between episodes reset
+    /// to an empty configuration and checked against their fresh state (netdojo_linux::pool);
+    /// an episode's setup is then its links and configuration.
+    pub fn pooled() -> Result<Self, EnvError> {
+        let mut factory = Self::new()?;
+        factory.pool = Some(
+            netdojo_linux::pool::FrrPool::new(router_spec())
+                .map_err(|e| EnvError::Setup { env: ENV.into(), message: e.to_string() })?,
+        );
+        Ok(factory)
+    }
+
+    /// The warm pool, when there is one.
+    pub fn pool(&self) -> Option<&netdojo_linux::pool::FrrPool> {
+        self.pool.as_ref()
+    }
+
+    /// The environment itself (what [`EnvironmentFactory::create`] boxes).
+    pub fn env(&self) -> NetconfEnv {
+        NetconfEnv { pool: self.pool.as_ref().map(|p| p.handle()), ..NetconfEnv::default() }
+    }
+
+    /// Episodes with fresh routers.
     pub fn new() -> Result<Self, EnvError> {
         if !Need::Root.met() {
             return Err(EnvError::Unsupported {
@@ -135,7 +169,7 @@ impl NetconfFactory {
             });
         }
         netns::sweep().map_err(|e| EnvError::Setup { env: ENV.into(), message: e.to_string() })?;
-        Ok(Self)
+        Ok(Self { pool: None })
     }
 }
 
@@ -146,17 +180,11 @@ impl EnvironmentFactory for NetconfFactory {
     }
 
     fn config(&self) -> Value {
-        json!({"daemons": ROUTER_DAEMONS, "dialects": ["frr", "linux"], "convergence_s": CONVERGENCE.as_secs()})
+        json!({"daemons": ROUTER_DAEMONS, "dialects": ["frr", "linux"], "convergence_s": CONVERGENCE.as_secs(), "warm_pool": self.pool.is_some()})
     }
 
     async fn create(&self, _task: &Task) -> Result<Box<dyn Environment>, EnvError> {
-        Ok(Box::new(NetconfEnv {
-            net: None,
-            initial: BTreeMap::new(),
-            initial_linux: BTreeMap::new(),
-            task_id: String::new(),
-            ios: None,
-        }))
+        Ok(Box::new(self.env()))
     }
 }
 
@@ -174,6 +202,29 @@ pub struct NetconfEnv {
     /// An IOS-style task's interfaces (netdojo-ios translates its lines; what FRR prints shows
     /// their IOS names); `None` for an FRR-style task.
     ios: Option<Vec<netdojo_ios::Interface>>,
+    /// Where the routers come from, when not started fresh.
+    pool: Option<netdojo_linux::pool::PoolHandle>,
+    /// How long this episode's phases took so far.
+    phases: Phases,
+}
+
+/// How long an episode's phases took (the bench prints them; zero until the phase ran).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Phases {
+    /// Namespaces made (or warm routers taken from the pool).
+    pub namespaces: Duration,
+    /// Links, addresses and the wait until every link is up.
+    pub links: Duration,
+    /// FRR daemons started and the startup configuration applied (pooled: configuration only).
+    pub routers: Duration,
+    /// The task's Linux-side setup and the initial export.
+    pub setup: Duration,
+    /// The final export (running configurations, nft, tc, sysctls).
+    pub export: Duration,
+    /// Testcase rounds until all pass or the network had its time to converge.
+    pub testcases: Duration,
+    /// Teardown (pooled: the hand-back; the reset runs in the background).
+    pub stop: Duration,
 }
 
 /// One command's result in `update-cfg`.
@@ -192,6 +243,11 @@ impl NetconfEnv {
             Some(interfaces) => netdojo_ios::Translator::names_back(&text, interfaces),
             None => text,
         }
+    }
+
+    /// How long this episode's phases took so far.
+    pub fn phases(&self) -> Phases {
+        self.phases
     }
 
     fn runtime(&self, message: String) -> EnvError {
@@ -624,9 +680,16 @@ impl Environment for NetconfEnv {
         self.task_id = task.id.clone();
         let config = config_of(task)?;
         let (topology, setup) = topology_of(task)?;
-        let (net, _) = Network::build(topology)
+        let (net, times) = Network::build_with(topology, self.pool.as_ref())
             .await
             .map_err(|e| EnvError::Setup { env: ENV.into(), message: e.to_string() })?;
+        self.phases = Phases {
+            namespaces: times.namespaces,
+            links: times.links + times.ready,
+            routers: times.frr,
+            ..Phases::default()
+        };
+        let setup_start = Instant::now();
         self.net = Some(Arc::new(net));
         self.ios = crate::ios::is_ios(config).then(|| crate::ios::interfaces(config));
         // A loopback's interface, an ACL's nftables chain: trusted (they come from the task).
@@ -647,6 +710,7 @@ impl Environment for NetconfEnv {
             }
         }
         (self.initial, self.initial_linux) = self.export().await?;
+        self.phases.setup = setup_start.elapsed();
         let intents: String = config.intents.iter().map(|i| format!("- {i}\n")).collect();
         let syntax = if self.ios.is_some() {
             "Cisco IOS syntax, translated for FRRouting: interfaces by their IOS names, `ip address A \
@@ -825,7 +889,9 @@ impl Environment for NetconfEnv {
     async fn evaluate(&mut self, task: &Task, _answer: Option<&Value>) -> Result<Outcome, EnvError> {
         let config = config_of(task)?;
         // export-final-cfg
+        let export_start = Instant::now();
         let (finals, finals_linux) = self.export().await?;
+        self.phases.export = export_start.elapsed();
         // run-testcases: every round runs them all, until one round passes them all or the
         // network had time to converge; the last round is the verdict. A testcase that checks
         // an absence (a route filtered out) passes trivially before routing converges, so a
@@ -849,6 +915,7 @@ impl Environment for NetconfEnv {
             }
             tokio::time::sleep(Duration::from_millis(250)).await;
         }
+        self.phases.testcases = start.elapsed();
         let command_score = self.command_score(config, &finals, &finals_linux)?;
         let mut checks = Vec::new();
         let mut testcase_results = Vec::new();
@@ -878,6 +945,7 @@ impl Environment for NetconfEnv {
     }
 
     async fn close(&mut self) -> Result<(), EnvError> {
+        let stop_start = Instant::now();
         if let Some(net) = self.net.take() {
             // A front end's call in flight holds the network a moment longer; it is torn down
             // when that call lets go (Network's Drop).
@@ -885,6 +953,7 @@ impl Environment for NetconfEnv {
                 net.teardown();
             }
         }
+        self.phases.stop = stop_start.elapsed();
         Ok(())
     }
 }

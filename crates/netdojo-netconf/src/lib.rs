@@ -14,7 +14,7 @@ pub mod generate;
 pub mod ios;
 pub mod routes;
 
-pub use env::{NetconfEnv, NetconfFactory};
+pub use env::{NetconfEnv, NetconfFactory, Phases};
 pub use generate::NetconfGenerator;
 
 use std::sync::Arc;

@@ -98,3 +98,88 @@ async fn ospf_routers_connect_their_lans_and_leave_nothing_behind() {
         std::process::Command::new("pgrep").args(["-f", &format!("-N {ns}")]).output().expect("pgrep");
     assert!(daemons.stdout.is_empty(), "FRR daemons left: {}", String::from_utf8_lossy(&daemons.stdout));
 }
+
+/// A command of the test's own inside namespace `ns`.
+fn in_router(ns: &str, args: &'static [&'static str]) {
+    let out = netdojo_linux::netns::in_netns(ns, move || {
+        std::process::Command::new(args[0]).args(&args[1..]).output().expect("run")
+    })
+    .expect("enter the namespace");
+    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// The warm pool's promise: after an episode that changed everything it could (every daemon's
+/// configuration, a link, addresses, routes, a policy rule, nftables, a qdisc, sysctls), a reset
+/// router shows exactly the state it had when fresh, and the same state as a router started
+/// now; and nothing of either is left once they are dropped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pooled_router_after_a_hostile_episode_is_a_fresh_router_again() {
+    use netdojo_linux::pool::{RouterSpec, start_router};
+    if !common::frr_or_skip("frr pool") {
+        return;
+    }
+    let spec = RouterSpec {
+        daemons: ["ospfd", "bgpd", "ripd"].map(String::from).to_vec(),
+        sysctls: netdojo_linux::topology::Node::ipv4_only_sysctls(),
+    };
+    let mut router = start_router(&spec).await.expect("a warm router");
+    let fresh = router.fresh().clone();
+    router
+        .adopt(
+            "evil",
+            Some(
+                "interface lo\n ip address 10.9.9.9/32\n ip ospf cost 7\n ip rip authentication mode md5\nexit\n\
+                 router ospf\n ospf router-id 9.9.9.9\n network 10.9.9.9/32 area 0\nexit\n\
+                 router bgp 65001\n neighbor 10.0.0.2 remote-as 65002\nexit\n\
+                 router rip\n network 10.0.0.0/8\nexit\n\
+                 ip route 10.8.0.0/16 blackhole\naccess-list 1 permit any\n\
+                 ip prefix-list P seq 5 permit 10.0.0.0/8\nroute-map RM permit 10\nexit\n",
+            ),
+        )
+        .await
+        .expect("the hostile configuration applies");
+    let ns = router.ns().to_string();
+    in_router(&ns, &["ip", "link", "add", "v0", "type", "veth", "peer", "name", "v1"]);
+    in_router(&ns, &["ip", "addr", "add", "10.7.7.7/32", "dev", "lo"]);
+    in_router(&ns, &["ip", "route", "add", "10.6.0.0/16", "dev", "lo"]);
+    in_router(&ns, &["ip", "rule", "add", "prohibit", "to", "10.5.0.0/16"]);
+    in_router(&ns, &["nft", "add", "table", "inet", "evil"]);
+    in_router(
+        &ns,
+        &[
+            "tc", "qdisc", "add", "dev", "lo", "root", "tbf", "rate", "1mbit", "burst", "32k", "latency",
+            "400ms",
+        ],
+    );
+    in_router(&ns, &["sysctl", "-w", "net.ipv4.conf.all.rp_filter=2", "net.ipv4.icmp_echo_ignore_all=1"]);
+    let dirty = router.snapshot().await.expect("snapshot");
+    let changed = dirty.differences(&fresh);
+    for part in ["FRR running-config", "ip", "nft", "tc", "sysctls"] {
+        assert!(
+            changed.iter().any(|c| c.starts_with(part)),
+            "the episode did not change {part}: {changed:?}"
+        );
+    }
+
+    router.reset(&spec).await.expect("the reset brings the fresh state back");
+    let now = router.snapshot().await.expect("snapshot");
+    assert_eq!(now.differences(&fresh), Vec::<String>::new());
+    assert_eq!(now, fresh);
+    let config = router.frr().running_config().await.expect("running-config");
+    assert!(!config.contains("evil") && !config.contains("10.9.9.9"), "{config}");
+
+    // A router started now is the same router (its own per-namespace sysctls aside: a few are
+    // random per namespace).
+    let other = start_router(&spec).await.expect("a second router");
+    assert_eq!(
+        (&now.running, &now.interfaces, &now.kernel),
+        (&other.fresh().running, &other.fresh().interfaces, &other.fresh().kernel)
+    );
+    let names = [router.ns().to_string(), other.ns().to_string()];
+    drop(router);
+    drop(other);
+    for name in names {
+        assert!(!netdojo_linux::netns::ns_path(&name).exists(), "{name} left behind");
+        assert!(!std::path::Path::new(frr::RUN_DIR).join(&name).exists(), "{name}'s FRR files left behind");
+    }
+}

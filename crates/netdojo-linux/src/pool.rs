@@ -1,0 +1,521 @@
+//! A warm pool of FRR routers: namespaces with their daemons already running, handed to
+//! episodes so that an episode's setup is links and configuration only.
+//!
+//! A router comes back when its network is torn down. A worker thread then resets it, off the
+//! episode's critical path: its daemons are killed, every link but the loopback is deleted, the
+//! nftables ruleset, the loopback's qdiscs, the main and default routing tables, policy rules
+//! and the loopback's addresses are put back, every per-namespace sysctl is written back to its
+//! value when fresh, the connection-tracking table is flushed, and the daemons are started again
+//! with an empty configuration. (Undoing the configuration with `no` commands instead, as
+//! frr-reload.py does, was tried: zebra and ripd keep interfaces and routes that no command takes
+//! back, and a reused router then rejected routes now and then.) Then the router's whole
+//! state ([`Snapshot`]: FRR running configuration and interfaces; links, addresses, routes,
+//! rules, nftables ruleset, qdiscs, classes, filters; every per-namespace `net.*` sysctl) is
+//! compared with the one taken when it was fresh, before any episode. Only a router equal to
+//! its fresh self goes back to the pool; any other is destroyed (daemons killed, namespace
+//! deleted) and counted in [`PoolStats::discarded`].
+//!
+//! The pool grows to the working set (routers in use plus routers being reset, at most
+//! [`MAX_ROUTERS`]): an episode that finds too few idle routers starts the missing ones itself,
+//! exactly as a fresh network would. Each router is its own [`Episode`] (its own marker), so the
+//! sweep removes what a killed process left, and dropping the pool removes everything.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command as StdCommand;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::Duration;
+
+use crate::frr::{Frr, FrrError};
+use crate::netns::{self, Episode};
+use crate::network::NetworkError;
+
+/// The host name of an idle router (the daemons' and its UTS namespace's).
+pub const IDLE_HOSTNAME: &str = "pooled";
+/// The most routers a pool keeps alive at once (idle, in use and being reset).
+pub const MAX_ROUTERS: usize = 64;
+
+/// What every router of a pool is: its daemons (besides zebra and staticd) and the sysctls its
+/// namespace gets before any interface exists. A node is served from the pool only when its
+/// own description says the same.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RouterSpec {
+    pub daemons: Vec<String>,
+    pub sysctls: BTreeMap<String, String>,
+}
+
+/// Everything of a router that an episode can read or that is scored, as text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Snapshot {
+    /// `show running-config` (without its `Building configuration...` banner).
+    pub running: String,
+    /// `show interface brief`: zebra's interfaces, also those without configuration.
+    pub interfaces: String,
+    /// The kernel's side, section by section (`# ip -d link show` then its output, ...).
+    pub kernel: BTreeMap<String, String>,
+    /// Every per-namespace `net.*` sysctl (path under /proc/sys → value).
+    pub sysctls: BTreeMap<String, String>,
+}
+
+impl Snapshot {
+    /// The parts that differ from `other`, by name (empty when equal).
+    pub fn differences(&self, other: &Snapshot) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.running != other.running {
+            out.push("FRR running-config".to_string());
+        }
+        if self.interfaces != other.interfaces {
+            out.push("FRR interfaces".to_string());
+        }
+        for (k, v) in &self.kernel {
+            if other.kernel.get(k) != Some(v) {
+                out.push(k.clone());
+            }
+        }
+        let sysctls: Vec<&String> = self
+            .sysctls
+            .iter()
+            .filter(|(k, v)| other.sysctls.get(*k) != Some(*v))
+            .map(|(k, _)| k)
+            .chain(other.sysctls.keys().filter(|k| !self.sysctls.contains_key(*k)))
+            .collect();
+        if !sysctls.is_empty() {
+            out.push(format!(
+                "sysctls {}",
+                sysctls.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+            ));
+        }
+        out
+    }
+}
+
+/// The kernel reads of a [`Snapshot`], run inside the router's namespace: one process per
+/// tool (`-batch`), each section its output.
+const IP_READS: &str = "link show\naddr show\nroute show table all\nrule show\n";
+const IP6_READS: &str = "route show table all\nrule show\n";
+const TC_READS: &str = "qdisc show\nclass show dev lo\nfilter show dev lo\nfilter show dev lo ingress\n";
+
+/// One warm router: its namespace (an episode of its own) and its FRR instance.
+#[derive(Debug)]
+pub struct Warm {
+    // Declared first: its daemons are stopped before the namespace goes.
+    frr: Frr,
+    fresh: Snapshot,
+    /// Held for its drop: the namespace and its marker go with the router.
+    _episode: Episode,
+}
+
+impl Warm {
+    /// The router's namespace.
+    pub fn ns(&self) -> &str {
+        self.frr.ns()
+    }
+
+    pub fn frr(&self) -> &Frr {
+        &self.frr
+    }
+
+    /// The router's state now.
+    pub async fn snapshot(&self) -> Result<Snapshot, NetworkError> {
+        snapshot(&self.frr).await
+    }
+
+    /// The state it had when fresh, before any episode.
+    pub fn fresh(&self) -> &Snapshot {
+        &self.fresh
+    }
+
+    /// Makes it router `router` (host name and all) and applies `startup` (configuration
+    /// commands, one a line), as [`Frr::start`] does for a fresh router.
+    pub async fn adopt(&mut self, router: &str, startup: Option<&str>) -> Result<(), FrrError> {
+        self.frr.rename(router, router).await?;
+        let Some(config) = startup else { return Ok(()) };
+        let out = self.frr.apply_file(config).await?;
+        if !out.success() {
+            return Err(FrrError::Start {
+                router: router.into(),
+                daemon: "startup configuration".into(),
+                detail: out.text(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Brings the router back to its fresh state (see the module docs) and checks it: `Err`
+    /// names what still differs, and the router must then be destroyed.
+    pub async fn reset(&mut self, spec: &RouterSpec) -> Result<(), String> {
+        // The daemons go first, so that nothing they hold (a route, an interface, a neighbour,
+        // a log line) reaches the next router; they are started again on the clean namespace.
+        let ns = self.frr.ns().to_string();
+        self.frr.stop();
+        let fresh = self.fresh.clone();
+        let in_ns = ns.clone();
+        tokio::task::spawn_blocking(move || netns::in_netns(&in_ns, move || reset_kernel(&fresh)))
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| e.to_string())??;
+        crate::conntrack::flush(&ns).map_err(|e| e.to_string())?;
+        self.frr = Frr::start(IDLE_HOSTNAME, &ns, IDLE_HOSTNAME, &spec.daemons, None)
+            .await
+            .map_err(|e| e.to_string())?;
+        let now = self.snapshot().await.map_err(|e| e.to_string())?;
+        let differences = now.differences(&self.fresh);
+        if differences.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("differs from a fresh router in: {}", differences.join("; ")))
+        }
+    }
+}
+
+/// Starts one router of `spec` in a namespace of its own and records its fresh state.
+pub async fn start_router(spec: &RouterSpec) -> Result<Warm, NetworkError> {
+    let mut episode = Episode::new()?;
+    let sysctls = spec.sysctls.clone();
+    let (ns, made) = episode.create_with("r", move || -> Result<(), String> {
+        // As `Network::build` sets a router's namespace up: sysctls before any interface.
+        for (key, value) in &sysctls {
+            netns::write_sysctl(key, value).map_err(|e| format!("sysctl {key}={value}: {e}"))?;
+        }
+        netns::write_sysctl("net.ipv4.ip_forward", "1").map_err(|e| format!("net.ipv4.ip_forward: {e}"))?;
+        run_here(&["ip", "link", "set", "lo", "up"], "").map(|_| ())
+    })?;
+    made.map_err(|message| NetworkError::Build { what: ns.clone(), message })?;
+    let frr = Frr::start(IDLE_HOSTNAME, &ns, IDLE_HOSTNAME, &spec.daemons, None).await?;
+    let fresh = snapshot(&frr).await?;
+    Ok(Warm { frr, fresh, _episode: episode })
+}
+
+/// `show running-config` without the banner vtysh prints before it.
+fn clean(running: &str) -> String {
+    running
+        .lines()
+        .filter(|l| !l.starts_with("Building configuration") && !l.starts_with("Current configuration"))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+async fn snapshot(frr: &Frr) -> Result<Snapshot, NetworkError> {
+    let out = frr
+        .vtysh(&["-c", "show running-config", "-c", "show interface brief"], Duration::from_secs(10))
+        .await?;
+    // The running configuration ends at its `end` line; the interfaces follow.
+    let (running, interfaces) = match out.stdout.split_once("\nend\n") {
+        Some((running, interfaces)) => (format!("{running}\nend\n"), interfaces.to_string()),
+        None => (out.stdout.clone(), String::new()),
+    };
+    let ns = frr.ns().to_string();
+    let (kernel, sysctls) = tokio::task::spawn_blocking(move || netns::in_netns(&ns, kernel_state))
+        .await
+        .map_err(|e| NetworkError::Build { what: "snapshot".into(), message: e.to_string() })??
+        .map_err(|message| NetworkError::Build { what: "snapshot".into(), message })?;
+    Ok(Snapshot { running: clean(&running), interfaces, kernel, sysctls })
+}
+
+/// A command of ours (the kernel reads and the resets), run from the calling thread, whose
+/// network namespace the child inherits; `input` goes to its standard input (`-batch -`).
+fn run_here(args: &[&str], input: &str) -> Result<String, String> {
+    use std::io::Write;
+    let mut child = StdCommand::new(args[0])
+        .args(&args[1..])
+        .env_clear()
+        .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
+        .env("LC_ALL", "C")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("{}: {e}", args.join(" ")))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        let _ = stdin.write_all(input.as_bytes());
+    }
+    let out = child.wait_with_output().map_err(|e| format!("{}: {e}", args.join(" ")))?;
+    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&out.stderr));
+    if out.status.success() { Ok(text) } else { Err(format!("{}: {}", args.join(" "), text.trim())) }
+}
+
+/// The kernel sections and the per-namespace sysctls of the calling thread's namespace.
+type KernelState = (BTreeMap<String, String>, BTreeMap<String, String>);
+
+fn kernel_state() -> Result<KernelState, String> {
+    let mut kernel = BTreeMap::new();
+    let reads: [(&str, &[&str], &str); 4] = [
+        ("ip", &["ip", "-d", "-batch", "-"], IP_READS),
+        ("ip -6", &["ip", "-6", "-batch", "-"], IP6_READS),
+        ("nft", &["nft", "list", "ruleset"], ""),
+        ("tc", &["tc", "-batch", "-"], TC_READS),
+    ];
+    for (name, args, input) in reads {
+        kernel.insert(name.to_string(), run_here(args, input)?);
+    }
+    let mut sysctls = BTreeMap::new();
+    if let Ok(keys) = crate::sysctl::probe() {
+        for key in &keys.per_namespace {
+            if let Ok(value) = std::fs::read_to_string(Path::new("/proc/sys").join(key)) {
+                sysctls.insert(key.clone(), value.trim().to_string());
+            }
+        }
+    }
+    Ok((kernel, sysctls))
+}
+
+/// Puts the kernel side of the calling thread's namespace back as `fresh` had it, as far as it
+/// differs (the check afterwards says whether it worked).
+fn reset_kernel(fresh: &Snapshot) -> Result<(), String> {
+    // Every link but the loopback goes: the episode's veths (their peers with them) and any
+    // the agent made.
+    let links = run_here(&["ip", "-o", "link", "show"], "")?;
+    let mut batch = String::new();
+    for line in links.lines() {
+        let Some(name) = line.split(": ").nth(1) else { continue };
+        let name = name.split('@').next().unwrap_or(name);
+        if name != "lo" {
+            batch.push_str(&format!("link del {name}\n"));
+        }
+    }
+    if !batch.is_empty() {
+        // -force: a veth whose peer went a moment before is gone already.
+        let _ = run_here(&["ip", "-force", "-batch", "-"], &batch);
+    }
+    let (now, sysctls) = kernel_state()?;
+    if now.get("nft") != fresh.kernel.get("nft") {
+        run_here(&["nft", "flush", "ruleset"], "")?;
+    }
+    if now.get("tc") != fresh.kernel.get("tc") {
+        let _ =
+            run_here(&["tc", "-force", "-batch", "-"], "qdisc del dev lo root\nqdisc del dev lo ingress\n");
+    }
+    // Sysctls before addresses and routes: `disable_ipv6` and `ip_forward` change both.
+    for (key, value) in &fresh.sysctls {
+        if sysctls.get(key) != Some(value) {
+            std::fs::write(Path::new("/proc/sys").join(key), value)
+                .map_err(|e| format!("sysctl {key}: {e}"))?;
+        }
+    }
+    if now.get("ip") != fresh.kernel.get("ip") {
+        // Policy rules back to the kernel's three, the main and default tables emptied, and
+        // the loopback's addresses: it gets 127.0.0.1/8 back by itself when it comes up with
+        // none (the daemons are stopped meanwhile).
+        let mut batch = String::from(
+            "rule flush\nrule add pref 32766 table main protocol kernel\n\
+             rule add pref 32767 table default protocol kernel\n\
+             route flush table main\nroute flush table default\n",
+        );
+        let lo = run_here(&["ip", "addr", "show", "dev", "lo"], "")?;
+        if !fresh.kernel.get("ip").is_some_and(|f| f.contains(&lo)) {
+            batch.push_str("addr flush dev lo\nlink set lo down\nlink set lo up\n");
+        }
+        let _ = run_here(&["ip", "-force", "-batch", "-"], &batch);
+    }
+    Ok(())
+}
+
+/// How the pool has done so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct PoolStats {
+    /// Routers started (for the pool or because it had none idle).
+    pub created: u64,
+    /// Routers handed out again after a reset.
+    pub reused: u64,
+    /// Routers destroyed because their reset did not bring back the fresh state.
+    pub discarded: u64,
+}
+
+#[derive(Debug)]
+struct Shared {
+    spec: RouterSpec,
+    idle: Mutex<Vec<Warm>>,
+    /// To the reset worker; `None` once the pool is closing.
+    returns: Mutex<Option<mpsc::Sender<Warm>>>,
+    live: AtomicUsize,
+    closed: AtomicBool,
+    created: AtomicU64,
+    reused: AtomicU64,
+    discarded: AtomicU64,
+}
+
+/// What a network holds of its pool: routers are taken from it and given back to it.
+#[derive(Debug, Clone)]
+pub struct PoolHandle(Arc<Shared>);
+
+impl PoolHandle {
+    pub fn spec(&self) -> &RouterSpec {
+        &self.0.spec
+    }
+
+    /// `n` routers: idle ones first, the missing ones started now (all at once).
+    pub async fn take(&self, n: usize) -> Result<Vec<Warm>, NetworkError> {
+        let mut got = {
+            let mut idle = self.0.idle.lock().unwrap_or_else(|p| p.into_inner());
+            let k = n.min(idle.len());
+            let from = idle.len() - k;
+            idle.split_off(from)
+        };
+        self.0.reused.fetch_add(got.len() as u64, Ordering::Relaxed);
+        let missing = n - got.len();
+        // Past the cap, wait for resets to bring routers back rather than start more.
+        while self.0.live.load(Ordering::Relaxed) + missing > MAX_ROUTERS && got.len() < n {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            if let Some(w) = self.0.idle.lock().unwrap_or_else(|p| p.into_inner()).pop() {
+                self.0.reused.fetch_add(1, Ordering::Relaxed);
+                got.push(w);
+            }
+        }
+        let missing = n - got.len();
+        self.0.live.fetch_add(missing, Ordering::Relaxed);
+        let started = futures::future::join_all((0..missing).map(|_| start_router(&self.0.spec))).await;
+        let mut first_error = None;
+        for s in started {
+            match s {
+                Ok(w) => {
+                    self.0.created.fetch_add(1, Ordering::Relaxed);
+                    got.push(w);
+                }
+                Err(e) => {
+                    self.0.live.fetch_sub(1, Ordering::Relaxed);
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        match first_error {
+            None => Ok(got),
+            Some(e) => {
+                for w in got {
+                    self.give_back(w);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Hands a router back for its reset (or destroys it, when the pool is closing).
+    pub fn give_back(&self, router: Warm) {
+        let returns = self.0.returns.lock().unwrap_or_else(|p| p.into_inner());
+        let router = match returns.as_ref() {
+            Some(tx) => match tx.send(router) {
+                Ok(()) => return,
+                Err(mpsc::SendError(r)) => r,
+            },
+            None => router,
+        };
+        drop(returns);
+        self.0.live.fetch_sub(1, Ordering::Relaxed);
+        drop(router);
+    }
+
+    pub fn stats(&self) -> PoolStats {
+        PoolStats {
+            created: self.0.created.load(Ordering::Relaxed),
+            reused: self.0.reused.load(Ordering::Relaxed),
+            discarded: self.0.discarded.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Routers idle now (reset and checked).
+    pub fn idle(&self) -> usize {
+        self.0.idle.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+}
+
+/// The pool. Dropping it waits for the resets under way and destroys every router it holds;
+/// routers still in a network are destroyed when that network is torn down.
+#[derive(Debug)]
+pub struct FrrPool {
+    handle: PoolHandle,
+    worker: Option<std::thread::JoinHandle<()>>,
+}
+
+impl FrrPool {
+    /// An empty pool of routers of `spec` and its reset worker.
+    pub fn new(spec: RouterSpec) -> Result<Self, NetworkError> {
+        let (tx, rx) = mpsc::channel::<Warm>();
+        let shared = Arc::new(Shared {
+            spec,
+            idle: Mutex::new(Vec::new()),
+            returns: Mutex::new(Some(tx)),
+            live: AtomicUsize::new(0),
+            closed: AtomicBool::new(false),
+            created: AtomicU64::new(0),
+            reused: AtomicU64::new(0),
+            discarded: AtomicU64::new(0),
+        });
+        let worker_shared = shared.clone();
+        let worker = std::thread::Builder::new()
+            .name("frr-pool-reset".into())
+            .spawn(move || reset_worker(rx, worker_shared))
+            .map_err(|e| NetworkError::Build { what: "FRR pool".into(), message: e.to_string() })?;
+        Ok(Self { handle: PoolHandle(shared), worker: Some(worker) })
+    }
+
+    pub fn handle(&self) -> PoolHandle {
+        self.handle.clone()
+    }
+
+    /// Waits until no reset is under way (every router given back is idle or destroyed).
+    pub fn settle(&self, timeout: Duration) {
+        let start = std::time::Instant::now();
+        while start.elapsed() < timeout {
+            let idle = self.handle.idle();
+            let live = self.handle.0.live.load(Ordering::Relaxed);
+            if idle >= live {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+impl Drop for FrrPool {
+    fn drop(&mut self) {
+        let shared = &self.handle.0;
+        shared.closed.store(true, Ordering::Relaxed);
+        // The worker ends once the channel is empty and this, the only sender, is gone.
+        shared.returns.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(worker) = self.worker.take() {
+            let _ = worker.join();
+        }
+        shared.idle.lock().unwrap_or_else(|p| p.into_inner()).clear();
+    }
+}
+
+/// Resets the routers given back, all those waiting at once, on a runtime of its own.
+fn reset_worker(rx: mpsc::Receiver<Warm>, shared: Arc<Shared>) {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build();
+    while let Ok(first) = rx.recv() {
+        let mut batch = vec![first];
+        while let Ok(more) = rx.try_recv() {
+            batch.push(more);
+        }
+        let Ok(runtime) = runtime.as_ref() else {
+            // No runtime, no reset: every router is destroyed.
+            shared.live.fetch_sub(batch.len(), Ordering::Relaxed);
+            shared.discarded.fetch_add(batch.len() as u64, Ordering::Relaxed);
+            continue;
+        };
+        let spec = shared.spec.clone();
+        let done = runtime.block_on(futures::future::join_all(batch.into_iter().map(|mut w| {
+            let spec = spec.clone();
+            async move {
+                let result = w.reset(&spec).await;
+                (w, result)
+            }
+        })));
+        for (w, result) in done {
+            match result {
+                Ok(()) if !shared.closed.load(Ordering::Relaxed) => {
+                    shared.idle.lock().unwrap_or_else(|p| p.into_inner()).push(w);
+                }
+                Ok(()) => {
+                    shared.live.fetch_sub(1, Ordering::Relaxed);
+                }
+                Err(e) => {
+                    tracing::warn!("pooled router {}: destroyed, not reused: {e}", w.ns());
+                    shared.discarded.fetch_add(1, Ordering::Relaxed);
+                    shared.live.fetch_sub(1, Ordering::Relaxed);
+                }
+            }
+        }
+    }
+}
