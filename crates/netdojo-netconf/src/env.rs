@@ -541,7 +541,9 @@ fn linux_read_only(line: &str) -> Result<exec::Command, String> {
 /// The Linux side of a router's configuration, for export: its nftables ruleset, qdiscs,
 /// classes and filters, and the sysctl keys of [`scored_sysctl`].
 async fn linux_state(ns: &str) -> String {
-    const READS: [&str; 3] = ["nft list ruleset", "tc qdisc show", "sysctl -a"];
+    // The two sysctl subtrees `scored_sysctl` picks from, not `sysctl -a`'s whole /proc/sys:
+    // an export runs twice per router per episode.
+    const READS: [&str; 3] = ["nft list ruleset", "tc qdisc show", "sysctl net.ipv4 net.ipv6.conf"];
     let policy = exec::Policy::default();
     let outputs = futures::future::join_all(READS.map(|line| exec::run_line(ns, line, &policy))).await;
     let mut out = String::new();
@@ -549,7 +551,7 @@ async fn linux_state(ns: &str) -> String {
     for (line, output) in READS.into_iter().zip(outputs) {
         let Ok(Ok(o)) = output else { continue };
         match line {
-            "sysctl -a" => {
+            "sysctl net.ipv4 net.ipv6.conf" => {
                 out.push_str(&format!("# {line} (the keys a task may set)\n"));
                 for kv in
                     o.text.lines().filter(|l| l.split_once(" = ").is_some_and(|(k, _)| scored_sysctl(k)))
