@@ -8,10 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("xtask sits in the workspace root")
-        .to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask sits in the workspace root").to_path_buf()
 }
 
 /// The "Layers" table of docs/ARCHITECTURE.md: crate → layer, layer → layers it may use.
@@ -25,9 +22,7 @@ const WIRING: &str = "wiring";
 const TEST_KIT: &str = "test kit";
 
 fn parse_layers(doc: &str) -> Result<Layers, String> {
-    let start = doc
-        .find("\n## Layers")
-        .ok_or("docs/ARCHITECTURE.md has no \"## Layers\" section")?;
+    let start = doc.find("\n## Layers").ok_or("docs/ARCHITECTURE.md has no \"## Layers\" section")?;
     let section = &doc[start + 1..];
     let section = &section[..section[3..].find("\n## ").map_or(section.len(), |e| e + 3)];
     let mut layers = Layers::default();
@@ -76,9 +71,7 @@ struct Package {
 }
 
 fn packages(metadata: &serde_json::Value) -> Vec<Package> {
-    let list = metadata["packages"]
-        .as_array()
-        .expect("cargo metadata lists packages");
+    let list = metadata["packages"].as_array().expect("cargo metadata lists packages");
     list.iter()
         .map(|p| {
             let manifest = PathBuf::from(p["manifest_path"].as_str().expect("manifest_path"));
@@ -96,10 +89,7 @@ fn packages(metadata: &serde_json::Value) -> Vec<Package> {
                         (name, kind)
                     })
                     .collect(),
-                src: manifest
-                    .parent()
-                    .expect("a manifest sits in its crate")
-                    .join("src"),
+                src: manifest.parent().expect("a manifest sits in its crate").join("src"),
             }
         })
         .collect()
@@ -111,7 +101,9 @@ fn violations(layers: &Layers, packages: &[Package]) -> Vec<String> {
     let mut out = Vec::new();
     for name in layers.layer_of.keys() {
         if !members.contains(name.as_str()) {
-            out.push(format!("docs/ARCHITECTURE.md's Layers table names `{name}`, which is no crate of the workspace"));
+            out.push(format!(
+                "docs/ARCHITECTURE.md's Layers table names `{name}`, which is no crate of the workspace"
+            ));
         }
     }
     for p in packages {
@@ -157,11 +149,7 @@ fn metadata() -> serde_json::Value {
         .current_dir(root())
         .output()
         .expect("cargo metadata runs");
-    assert!(
-        out.status.success(),
-        "cargo metadata: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "cargo metadata: {}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice(&out.stdout).expect("cargo metadata prints JSON")
 }
 
@@ -187,10 +175,7 @@ fn the_rule_refuses_an_edge_between_applications_and_a_crate_outside_the_table()
         name: name.into(),
         license: Some("Apache-2.0".into()),
         publish_nowhere: true,
-        deps: deps
-            .iter()
-            .map(|(d, k)| (d.to_string(), k.to_string()))
-            .collect(),
+        deps: deps.iter().map(|(d, k)| (d.to_string(), k.to_string())).collect(),
         src: PathBuf::new(),
     };
     let good = [
@@ -245,12 +230,7 @@ fn top_modules(src: &Path) -> BTreeMap<String, Vec<PathBuf>> {
     let mut modules: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
     for file in files {
         let rel = file.strip_prefix(src).expect("under src");
-        let first = rel
-            .components()
-            .next()
-            .expect("a path")
-            .as_os_str()
-            .to_string_lossy();
+        let first = rel.components().next().expect("a path").as_os_str().to_string_lossy();
         let top = first.trim_end_matches(".rs").to_string();
         if rel.components().count() == 1 && (top == "lib" || top == "main") {
             continue;
@@ -265,11 +245,8 @@ fn top_modules(src: &Path) -> BTreeMap<String, Vec<PathBuf>> {
 
 /// The source without comments and without `#[cfg(test)]` modules (test code may use anything).
 fn without_tests(text: &str) -> String {
-    let mut code: String = text
-        .lines()
-        .map(|l| l.split("//").next().unwrap_or(""))
-        .collect::<Vec<_>>()
-        .join("\n");
+    let mut code: String =
+        text.lines().map(|l| l.split("//").next().unwrap_or("")).collect::<Vec<_>>().join("\n");
     while let Some(at) = code.find("#[cfg(test)]") {
         let rest = &code[at..];
         let item_end = match (rest.find('{'), rest.find(';')) {
@@ -303,18 +280,11 @@ fn without_tests(text: &str) -> String {
 /// The first segments of every `crate::` path in `code` (`crate::{a, b::c}` gives a and b).
 fn crate_paths(code: &str) -> BTreeSet<String> {
     let word = |s: &str| -> String {
-        s.trim_start()
-            .chars()
-            .take_while(|c| c.is_alphanumeric() || *c == '_')
-            .collect()
+        s.trim_start().chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect()
     };
     let mut out = BTreeSet::new();
     for (at, _) in code.match_indices("crate::") {
-        if code[..at]
-            .chars()
-            .next_back()
-            .is_some_and(|c| c.is_alphanumeric() || c == '_')
-        {
+        if code[..at].chars().next_back().is_some_and(|c| c.is_alphanumeric() || c == '_') {
             continue; // `some_crate::`
         }
         let rest = &code[at + "crate::".len()..];
@@ -427,13 +397,8 @@ fn circles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
             }
         }
     }
-    let mut s = State {
-        graph,
-        index: BTreeMap::new(),
-        low: BTreeMap::new(),
-        stack: Vec::new(),
-        found: Vec::new(),
-    };
+    let mut s =
+        State { graph, index: BTreeMap::new(), low: BTreeMap::new(), stack: Vec::new(), found: Vec::new() };
     for v in graph.keys() {
         if !s.index.contains_key(v.as_str()) {
             visit(&mut s, v);
@@ -447,10 +412,7 @@ fn circles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
 /// licence. The test fails when one grows, when a new one appears, and when one listed here is
 /// gone (so the list only shrinks).
 const KNOWN_CIRCLES: &[(&str, &[&str])] = &[
-    (
-        "netdojo-core",
-        &["agent", "env", "error", "metric", "suite", "task", "testcase", "trajectory"],
-    ),
+    ("netdojo-core", &["agent", "env", "error", "metric", "suite", "task", "testcase", "trajectory"]),
     ("netdojo-linux", &["frr", "netns", "preflight", "sysctl"]),
     ("netdojo-linux", &["network", "pool"]),
     ("netdojo-mcp", &["datastore", "device", "gns3", "linux", "tools"]),
@@ -465,10 +427,8 @@ fn no_import_circle_between_the_files_of_a_crate() {
             found.push(format!("{}: {}", p.name, circle.join(" ")));
         }
     }
-    let known: Vec<String> = KNOWN_CIRCLES
-        .iter()
-        .map(|(krate, modules)| format!("{krate}: {}", modules.join(" ")))
-        .collect();
+    let known: Vec<String> =
+        KNOWN_CIRCLES.iter().map(|(krate, modules)| format!("{krate}: {}", modules.join(" "))).collect();
     let new: Vec<&String> = found.iter().filter(|c| !known.contains(c)).collect();
     let gone: Vec<&String> = known.iter().filter(|c| !found.contains(c)).collect();
     assert!(

@@ -25,17 +25,41 @@ pub enum TaskError {
 /// An environment that failed for reasons outside the agent's control (a crashed daemon, a
 /// missing kernel feature, an unreachable server). Bad input from the agent is never an
 /// `EnvError`: it is answered with an [`crate::Observation`] whose `ok` is false.
+///
+/// `message` says what was being done; `source`, when there is one, is the error that stopped
+/// it, kept whole so that its chain ([`EnvError::chain`]) reaches the log and the record.
+/// Build with [`EnvError::setup`], [`EnvError::runtime`] or [`EnvError::task`], then
+/// [`EnvError::with_source`].
 #[derive(Debug, thiserror::Error)]
 pub enum EnvError {
     #[error("environment `{env}`: {message}")]
-    Setup { env: String, message: String },
+    Setup {
+        env: String,
+        message: String,
+        #[source]
+        source: Option<Cause>,
+    },
     #[error("environment `{env}`: task {task_id}: {message}")]
-    Task { env: String, task_id: String, message: String },
+    Task {
+        env: String,
+        task_id: String,
+        message: String,
+        #[source]
+        source: Option<Cause>,
+    },
     #[error("environment `{env}`: {what} is not supported here: {why}")]
     Unsupported { env: String, what: String, why: String },
     #[error("environment `{env}`: {message}")]
-    Runtime { env: String, message: String },
+    Runtime {
+        env: String,
+        message: String,
+        #[source]
+        source: Option<Cause>,
+    },
 }
+
+/// The error under an [`EnvError`].
+pub type Cause = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// An agent that could not produce a turn (model unreachable, API error after retries).
 /// The episode is recorded as errored, not failed, and a resumed run retries it.
@@ -87,6 +111,46 @@ impl StoreError {
 }
 
 impl EnvError {
+    /// The environment could not be set up (a daemon, a namespace, a server).
+    pub fn setup(env: impl Into<String>, message: impl Into<String>) -> Self {
+        EnvError::Setup { env: env.into(), message: message.into(), source: None }
+    }
+
+    /// The environment failed while the episode ran.
+    pub fn runtime(env: impl Into<String>, message: impl Into<String>) -> Self {
+        EnvError::Runtime { env: env.into(), message: message.into(), source: None }
+    }
+
+    /// The task cannot run: its file is at fault.
+    pub fn task(env: impl Into<String>, task_id: impl Into<String>, message: impl Into<String>) -> Self {
+        EnvError::Task { env: env.into(), task_id: task_id.into(), message: message.into(), source: None }
+    }
+
+    /// Keeps `cause` as the error's source (an `Unsupported` has none and stays as it is).
+    pub fn with_source(mut self, cause: impl Into<Cause>) -> Self {
+        match &mut self {
+            EnvError::Setup { source, .. }
+            | EnvError::Task { source, .. }
+            | EnvError::Runtime { source, .. } => {
+                *source = Some(cause.into());
+            }
+            EnvError::Unsupported { .. } => {}
+        }
+        self
+    }
+
+    /// The error and every cause under it, joined with ": " (what the log and the record show).
+    pub fn chain(&self) -> String {
+        let mut out = self.to_string();
+        let mut next = std::error::Error::source(self);
+        while let Some(cause) = next {
+            out.push_str(": ");
+            out.push_str(&cause.to_string());
+            next = cause.source();
+        }
+        out
+    }
+
     /// Whose failure this is: a task file's (`Task`, `Unsupported`) or the machine's.
     pub fn cause(&self) -> crate::trajectory::ErrorCause {
         match self {

@@ -143,8 +143,8 @@ impl K8sFactory {
                     .into(),
             });
         }
-        let swept =
-            netns::sweep().map_err(|e| EnvError::Setup { env: ENV.into(), message: e.to_string() })?;
+        let swept = netns::sweep()
+            .map_err(|e| EnvError::setup(ENV, "sweeping namespaces left by earlier runs").with_source(e))?;
         Ok(Self { at: Where::Embedded(probe), swept })
     }
 
@@ -155,7 +155,7 @@ impl K8sFactory {
     pub async fn kube(options: crate::kube_driver::KubeOptions) -> Result<Self, EnvError> {
         let client = crate::kube_driver::connect(&options)
             .await
-            .map_err(|e| EnvError::Setup { env: ENV.into(), message: e.to_string() })?;
+            .map_err(|e| EnvError::setup(ENV, "connecting to the Kubernetes cluster").with_source(e))?;
         Ok(Self { at: Where::Kube(client, options), swept: netns::Swept::default() })
     }
 
@@ -215,12 +215,12 @@ pub struct K8sEnv {
 }
 
 fn runtime(message: impl std::fmt::Display) -> EnvError {
-    EnvError::Runtime { env: ENV.into(), message: message.to_string() }
+    EnvError::runtime(ENV, message.to_string())
 }
 
 impl K8sEnv {
     fn task_err(&self, message: String) -> EnvError {
-        EnvError::Task { env: ENV.into(), task_id: self.task_id.clone(), message }
+        EnvError::task(ENV, self.task_id.clone(), message)
     }
 
     fn state(&mut self) -> Result<&mut State, EnvError> {
@@ -322,7 +322,7 @@ impl Environment for K8sEnv {
         let targets = engine::targets(&workload);
         let mut cluster = Backend::start(&self.at, workload, &store.policies())
             .await
-            .map_err(|message| EnvError::Setup { env: ENV.into(), message })?;
+            .map_err(|message| EnvError::setup(ENV, message))?;
         // A real cluster gives the pods their IPs: the truth table uses them (ipBlocks).
         let workload = cluster.workload().clone();
         let expected = engine::truth_table(&original, &workload, &targets);
