@@ -415,7 +415,6 @@ const KNOWN_CIRCLES: &[(&str, &[&str])] = &[
     ("netdojo-core", &["agent", "env", "error", "metric", "suite", "task", "testcase", "trajectory"]),
     ("netdojo-linux", &["frr", "netns", "preflight", "sysctl"]),
     ("netdojo-linux", &["network", "pool"]),
-    ("netdojo-report", &["html", "svg"]),
 ];
 
 #[test]
