@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use serde::{Deserialize, Serialize};
+
 /// A task that cannot be read, parsed or generated.
 #[derive(Debug, thiserror::Error)]
 pub enum TaskError {
@@ -152,12 +154,30 @@ impl EnvError {
     }
 
     /// Whose failure this is: a task file's (`Task`, `Unsupported`) or the machine's.
-    pub fn cause(&self) -> crate::trajectory::ErrorCause {
+    pub fn cause(&self) -> ErrorCause {
         match self {
-            EnvError::Task { .. } | EnvError::Unsupported { .. } => crate::trajectory::ErrorCause::Task,
-            EnvError::Setup { .. } | EnvError::Runtime { .. } => {
-                crate::trajectory::ErrorCause::Infrastructure
-            }
+            EnvError::Task { .. } | EnvError::Unsupported { .. } => ErrorCause::Task,
+            EnvError::Setup { .. } | EnvError::Runtime { .. } => ErrorCause::Infrastructure,
         }
     }
+}
+
+/// Whose failure made an episode errored: says whether a retry can help and whom to tell.
+/// An agent's bad input is never one of these: it is a failed step (`ok: false`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCause {
+    /// The machine or a backend failed (namespaces, daemons, a server, a timeout of the
+    /// evaluation, a panic): `--resume` retries it.
+    Infrastructure,
+    /// The task file is wrong or asks for what the environment cannot do: a retry gives the
+    /// same error; fix the task.
+    Task,
+    /// The agent could not be set up (its configuration, e.g. few-shot with no examples, or an
+    /// agent server that broke its protocol before the first turn). In records written before
+    /// `model_api` existed, also a model API failure.
+    Agent,
+    /// The model's API failed (rate limit, 5xx, timeout, unreachable, an answer not in its
+    /// protocol) after the agent's retries with backoff: `--resume` retries it.
+    ModelApi,
 }

@@ -4,8 +4,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::agent::TokenUsage;
+// Defined with the errors it classifies; here too, where the records that carry it live.
 use crate::env::{Outcome, StateCheck};
-use crate::metric::Metric;
+pub use crate::error::ErrorCause;
+use crate::metric::{Metric, MetricValue};
 use crate::tool::{Observation, ToolCall};
 
 /// One tool call and what followed it.
@@ -159,26 +161,6 @@ pub enum EpisodeStatus {
     Errored,
 }
 
-/// Whose failure made an episode errored: says whether a retry can help and whom to tell.
-/// An agent's bad input is never one of these: it is a failed step (`ok: false`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ErrorCause {
-    /// The machine or a backend failed (namespaces, daemons, a server, a timeout of the
-    /// evaluation, a panic): `--resume` retries it.
-    Infrastructure,
-    /// The task file is wrong or asks for what the environment cannot do: a retry gives the
-    /// same error; fix the task.
-    Task,
-    /// The agent could not be set up (its configuration, e.g. few-shot with no examples, or an
-    /// agent server that broke its protocol before the first turn). In records written before
-    /// `model_api` existed, also a model API failure.
-    Agent,
-    /// The model's API failed (rate limit, 5xx, timeout, unreachable, an answer not in its
-    /// protocol) after the agent's retries with backoff: `--resume` retries it.
-    ModelApi,
-}
-
 /// The one class each episode ends in (docs/results.md, "Outcome classes"). The first four
 /// groups enter the rates; the errored classes do not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -292,7 +274,7 @@ pub struct EpisodeRecord {
 }
 
 impl EpisodeRecord {
-    pub fn metric(&self, name: &str) -> Option<crate::MetricValue> {
+    pub fn metric(&self, name: &str) -> Option<MetricValue> {
         self.metrics.iter().find(|m| m.name == name).map(|m| m.value)
     }
 
@@ -310,7 +292,7 @@ impl EpisodeRecord {
                 Some(ErrorCause::Infrastructure) | None => EpisodeClass::EnvironmentFailure,
             };
         }
-        if self.metric("correct") == Some(crate::MetricValue::Pass(true)) {
+        if self.metric("correct") == Some(MetricValue::Pass(true)) {
             return EpisodeClass::Solved;
         }
         // Calls were made and none could be used. An agent that stops without a call (the
