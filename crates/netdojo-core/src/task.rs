@@ -18,9 +18,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::TaskError;
+use crate::tool::ToolCall;
+
 // Defined with the code that makes it runnable.
 pub use crate::testcase::Testcase;
-use crate::tool::ToolCall;
 
 /// How a manifest's name ends: `suite.jsonl`'s is `suite.manifest.json`. A directory suite
 /// skips such files when it reads its tasks.

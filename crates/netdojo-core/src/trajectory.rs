@@ -4,10 +4,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::agent::TokenUsage;
-// Defined with the errors it classifies; here too, where the records that carry it live.
 use crate::env::{Outcome, StateCheck};
-pub use crate::error::ErrorCause;
-use crate::metric::{Metric, MetricValue};
+use crate::metric::Metric;
 use crate::tool::{Observation, ToolCall};
 
 /// One tool call and what followed it.
@@ -161,6 +159,10 @@ pub enum EpisodeStatus {
     Errored,
 }
 
+// Whose failure made an episode errored: defined with the errors it classifies, and found here
+// too, beside the records that carry it.
+pub use crate::error::ErrorCause;
+
 /// The one class each episode ends in (docs/results.md, "Outcome classes"). The first four
 /// groups enter the rates; the errored classes do not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -274,7 +276,7 @@ pub struct EpisodeRecord {
 }
 
 impl EpisodeRecord {
-    pub fn metric(&self, name: &str) -> Option<MetricValue> {
+    pub fn metric(&self, name: &str) -> Option<crate::MetricValue> {
         self.metrics.iter().find(|m| m.name == name).map(|m| m.value)
     }
 
@@ -292,7 +294,7 @@ impl EpisodeRecord {
                 Some(ErrorCause::Infrastructure) | None => EpisodeClass::EnvironmentFailure,
             };
         }
-        if self.metric("correct") == Some(MetricValue::Pass(true)) {
+        if self.metric("correct") == Some(crate::MetricValue::Pass(true)) {
             return EpisodeClass::Solved;
         }
         // Calls were made and none could be used. An agent that stops without a call (the

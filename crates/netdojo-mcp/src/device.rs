@@ -25,10 +25,11 @@ use tokio::task::JoinHandle;
 use crate::error::NetError;
 use crate::gns3::{self, Gns3Device};
 use crate::linux::{self, LinuxDevice};
-// The shared vocabulary, also under this module's name (where it lived first).
 use crate::model::{self, Pending, confirm_within, send_event};
-pub use crate::model::{Changed, Event, NETCONF_STREAM, SYSLOG_STREAM, Settings};
 use crate::redact::redact;
+
+// The shared vocabulary, also under this module's name (where it lived first).
+pub use crate::model::{Changed, Event, NETCONF_STREAM, SYSLOG_STREAM, Settings};
 
 /// The daemons whose YANG modules a device advertises, and which daemon serves a module.
 const YANG_DAEMONS: [&str; 5] = ["zebra", "staticd", "ripd", "ospfd", "bgpd"];

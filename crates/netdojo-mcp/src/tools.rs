@@ -11,6 +11,7 @@ use crate::error::NetError;
 
 // The names live in `model`, below the devices that answer for them.
 pub use crate::model::{COMMIT, CONFIGURE, EXEC, PULL, PUSH, ROLLBACK, YANG_EDIT, YANG_GET};
+
 /// The tool an external agent ends its episode with (it becomes the runner's `finish`).
 pub const DONE: &str = "done";
 
