@@ -362,3 +362,282 @@ mod real_cluster {
         assert_eq!(correct, Some(1.0), "{:?}", trajectory.outcome);
     }
 }
+
+/// The embedded API server driven by the real kubectl (NETDOJO_KUBECTL; `.ci/kubectl` installs
+/// the pinned one): kubectl's own output and errors for the NetPress §D commands.
+mod apiserver {
+    use std::path::PathBuf;
+    use std::process::Command;
+
+    use netdojo_k8s::apiserver::ApiServer;
+    use netdojo_k8s::boutique;
+    use netdojo_k8s::kubectl::Store;
+
+    /// The kubectl binary, or `None` with a printed reason (never under CI, where .ci/run
+    /// installs it).
+    pub fn kubectl_or_skip(what: &str) -> Option<PathBuf> {
+        match std::env::var_os("NETDOJO_KUBECTL") {
+            Some(p) => Some(PathBuf::from(p)),
+            None => {
+                assert!(
+                    std::env::var_os("CI").is_none(),
+                    "{what}: NETDOJO_KUBECTL must be set under CI (.ci/run sets it from .ci/kubectl)"
+                );
+                eprintln!(
+                    "skipping {what}: NETDOJO_KUBECTL is not set (`export NETDOJO_KUBECTL=$(bash .ci/kubectl)`)"
+                );
+                None
+            }
+        }
+    }
+
+    pub struct Kubectl {
+        bin: PathBuf,
+        dir: tempfile::TempDir,
+        kubeconfig: PathBuf,
+    }
+
+    impl Kubectl {
+        pub fn new(bin: PathBuf, server: &ApiServer) -> Self {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let kubeconfig = server.write_kubeconfig(dir.path()).expect("kubeconfig");
+            Self { bin, dir, kubeconfig }
+        }
+
+        /// Runs `kubectl ARGS` with `stdin`: (exit 0, stdout, stderr).
+        pub fn run(&self, args: &str, stdin: &str) -> (bool, String, String) {
+            use std::io::Write;
+            let words = shlex::split(args).expect("args");
+            let mut child = Command::new(&self.bin)
+                .args(&words)
+                .env_clear()
+                .env("KUBECONFIG", &self.kubeconfig)
+                .env("HOME", self.dir.path())
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("kubectl");
+            child.stdin.take().expect("stdin").write_all(stdin.as_bytes()).expect("write");
+            let out = child.wait_with_output().expect("wait");
+            (
+                out.status.success(),
+                String::from_utf8_lossy(&out.stdout).into_owned(),
+                String::from_utf8_lossy(&out.stderr).into_owned(),
+            )
+        }
+    }
+
+    fn server() -> ApiServer {
+        let store = Store::new(&boutique::policies().expect("policies"));
+        ApiServer::bind_local(store, boutique::workload().expect("workload")).expect("server")
+    }
+
+    const TEST: &str = "apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata:\n  name: test\nspec:\n  podSelector:\n    matchLabels: {app: frontend}\n  ingress:\n  - ports:\n    - port: 80\n";
+
+    fn port(server: &ApiServer, name: &str) -> Option<String> {
+        let p = server.store().policy("default", name)?.clone();
+        let port = p.spec?.ingress?.first()?.ports.as_ref()?.first()?.port.clone()?;
+        Some(match port {
+            k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(n) => n.to_string(),
+            k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::String(s) => s,
+        })
+    }
+
+    /// NetPress §D's commands through the real kubectl: its tables, YAML and describe output;
+    /// apply (create, unchanged, configured), the three patch types, delete, dry runs; the API
+    /// server's refusals as kubectl prints them; every change in the server's store.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn kubectl_reads_and_changes_policies_with_its_own_output() {
+        let Some(bin) = kubectl_or_skip("kubectl_reads_and_changes_policies_with_its_own_output") else {
+            return;
+        };
+        let server = server();
+        let k = Kubectl::new(bin, &server);
+        let ok = |args: &str, stdin: &str| {
+            let (ok, out, err) = k.run(args, stdin);
+            assert!(ok, "kubectl {args}: {out}{err}");
+            out
+        };
+        let fails = |args: &str, stdin: &str| {
+            let (ok, out, err) = k.run(args, stdin);
+            assert!(!ok, "kubectl {args} succeeded: {out}");
+            err
+        };
+
+        let table = ok("get networkpolicy", "");
+        let lines: Vec<&str> = table.lines().collect();
+        assert_eq!(
+            lines[0].split_whitespace().collect::<Vec<_>>(),
+            ["NAME", "POD-SELECTOR", "AGE"],
+            "{table}"
+        );
+        assert_eq!(lines.len(), 13, "{table}");
+        assert!(lines[1].starts_with("adservice ") && lines[1].contains("app=adservice"), "{table}");
+        let yaml = ok("get netpol adservice -o yaml", "");
+        assert!(yaml.contains("kind: NetworkPolicy") && yaml.contains("resourceVersion: \"1\""), "{yaml}");
+        assert!(yaml.contains("port: 9555"), "{yaml}");
+        let described = ok("describe networkpolicy adservice", "");
+        assert!(described.contains("PodSelector:     app=adservice"), "{described}");
+        assert!(
+            described.contains("To Port: 9555/TCP") && described.contains("PodSelector: app=frontend"),
+            "{described}"
+        );
+        let pods = ok("get pods -o wide", "");
+        assert!(pods.lines().next().is_some_and(|h| h.contains("READY") && h.contains("IP")), "{pods}");
+        assert!(pods.contains("10.244.0.7") && pods.lines().count() == 13, "{pods}");
+        let frontend = ok("get pods -l app=frontend --show-labels", "");
+        assert_eq!(frontend.lines().count(), 2, "{frontend}");
+        assert!(ok("get namespaces", "").contains("default   Active"));
+        assert!(ok("describe pod frontend", "").contains("Port:           8080/TCP"));
+        assert_eq!(ok("get services", ""), "");
+        assert!(ok("explain networkpolicy.spec.podSelector", "").contains("matchLabels"));
+
+        assert_eq!(ok("apply -f -", TEST), "networkpolicy.networking.k8s.io/test created\n");
+        assert_eq!(ok("apply -f -", TEST), "networkpolicy.networking.k8s.io/test unchanged\n");
+        assert_eq!(port(&server, "test").as_deref(), Some("80"));
+        let merge = r#"patch netpol test --type=merge -p '{"spec":{"ingress":[{"ports":[{"port":81}]}]}}'"#;
+        assert_eq!(ok(merge, ""), "networkpolicy.networking.k8s.io/test patched\n");
+        assert_eq!(port(&server, "test").as_deref(), Some("81"));
+        let json = r#"patch netpol test --type=json -p '[{"op":"replace","path":"/spec/ingress/0/ports/0/port","value":82}]'"#;
+        assert_eq!(ok(json, ""), "networkpolicy.networking.k8s.io/test patched\n");
+        assert_eq!(port(&server, "test").as_deref(), Some("82"));
+        let strategic = r#"patch netpol test -p '{"spec":{"ingress":[{"ports":[{"port":83}]}]}}'"#;
+        assert_eq!(ok(strategic, ""), "networkpolicy.networking.k8s.io/test patched\n");
+        assert_eq!(port(&server, "test").as_deref(), Some("83"));
+        assert_eq!(ok(strategic, ""), "networkpolicy.networking.k8s.io/test patched (no change)\n");
+        // apply's three-way merge puts back what the manifest says.
+        assert_eq!(ok("apply -f -", TEST), "networkpolicy.networking.k8s.io/test configured\n");
+        assert_eq!(port(&server, "test").as_deref(), Some("80"));
+        let changed = TEST.replace("port: 80", "port: 90");
+        assert_eq!(
+            ok("apply --dry-run=server -f -", &changed),
+            "networkpolicy.networking.k8s.io/test configured (server dry run)\n"
+        );
+        assert_eq!(port(&server, "test").as_deref(), Some("80"));
+
+        // Refusals, in the API server's words as kubectl prints them.
+        let icmp = TEST.replace("port: 80", "port: 80\n      protocol: ICMP");
+        assert_eq!(
+            fails("apply -f -", &icmp),
+            "The NetworkPolicy \"test\" is invalid: spec.ingress[0].ports[0].protocol: Unsupported value: \"ICMP\": supported values: \"SCTP\", \"TCP\", \"UDP\"\n"
+        );
+        let typo = TEST.replace("  ingress:", "  ingres:");
+        let err = fails("apply -f -", &typo);
+        assert!(err.contains("strict decoding error: unknown field \"spec.ingres\""), "{err}");
+        let stale = format!("{}", TEST.replace("  name: test\n", "  name: test\n  resourceVersion: \"1\"\n"));
+        let err = fails("replace -f -", &stale);
+        assert!(
+            err.contains("Error from server (Conflict): error when replacing \"STDIN\": Operation cannot be fulfilled on networkpolicies.networking.k8s.io \"test\": the object has been modified"),
+            "{err}"
+        );
+        let err = fails("apply --server-side -f -", TEST);
+        assert!(err.contains("server-side apply is not supported"), "{err}");
+        let err = fails("delete pod frontend", "");
+        assert!(
+            err.starts_with("Error from server (MethodNotAllowed)") && err.contains("pods are read-only"),
+            "{err}"
+        );
+        assert_eq!(
+            fails("get deployments", ""),
+            "error: the server doesn't have a resource type \"deployments\"\n"
+        );
+        let err = fails("get netpol -w --request-timeout=5s", "");
+        assert!(err.contains("watch is not served"), "{err}");
+
+        assert_eq!(
+            ok("delete netpol test", ""),
+            "networkpolicy.networking.k8s.io \"test\" deleted from default namespace\n"
+        );
+        assert!(server.store().policy("default", "test").is_none());
+        assert_eq!(
+            fails("get netpol test", ""),
+            "Error from server (NotFound): networkpolicies.networking.k8s.io \"test\" not found\n"
+        );
+    }
+
+    /// The k8s application with the agent's commands run by the real kubectl in the jail,
+    /// against the episode's API server: the oracle repairs (correct, safe), the no-op agent
+    /// does not, and the observations are kubectl's own output.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_oracle_and_the_noop_agent_through_the_real_kubectl() {
+        use std::sync::Arc;
+
+        use netdojo_core::{Budget, Runner, TaskGenerator};
+        use netdojo_k8s::cluster::ProbeOptions;
+        use netdojo_k8s::{K8sFactory, K8sGenerator};
+        use netdojo_scripted::{NoopFactory, OracleFactory};
+
+        let what = "the_oracle_and_the_noop_agent_through_the_real_kubectl";
+        if !super::cluster::root_or_skip(what) {
+            return;
+        }
+        let Some(bin) = kubectl_or_skip(what) else { return };
+        let runner = |agent: Arc<dyn netdojo_core::AgentFactory>| Runner {
+            env: Arc::new(
+                K8sFactory::new(ProbeOptions::default())
+                    .expect("factory")
+                    .with_kubectl(Some(bin.clone()))
+                    .expect("kubectl"),
+            ),
+            agent,
+            scorers: Arc::new(netdojo_score::repair_scorers()),
+            budget: Budget::default(),
+            concurrency: 1,
+        };
+        let metric = |record: &netdojo_core::EpisodeRecord, name: &str| {
+            record.metrics.iter().find(|m| m.name == name).map(|m| m.value.as_f64()).unwrap_or(f64::NAN)
+        };
+        let (oracle, noop) = (runner(Arc::new(OracleFactory)), runner(Arc::new(NoopFactory)));
+        for index in [0u64, 5, 14] {
+            let task = K8sGenerator.generate(11, index).expect("task");
+            let (record, trajectory) = oracle.run_episode(&task).await;
+            assert!(record.error.is_none(), "{:?}", record.error);
+            assert_eq!(metric(&record, "correct"), 1.0, "{}: {:?}", task.label, trajectory.steps);
+            assert_eq!(metric(&record, "safe"), 1.0, "{}: {:?}", task.label, trajectory.steps);
+            let applied: Vec<&str> = trajectory
+                .steps
+                .iter()
+                .filter(|s| s.call.name == "kubectl")
+                .map(|s| s.observation.content.as_str())
+                .collect();
+            assert!(
+                !applied.is_empty()
+                    && applied
+                        .iter()
+                        .all(|c| c.contains("networkpolicy.networking.k8s.io/") && c.contains("configured")),
+                "{applied:?}"
+            );
+            let (record, _) = noop.run_episode(&task).await;
+            assert!(record.error.is_none(), "{:?}", record.error);
+            assert_eq!(metric(&record, "correct"), 0.0, "{}", task.label);
+        }
+        // One episode by hand: the answers are kubectl's (the server's metadata, kubectl's
+        // columns), and kubectl, jailed in the API server's namespace, reaches nothing else.
+        use netdojo_core::{EnvironmentFactory, ToolCall};
+        let factory = K8sFactory::new(ProbeOptions::default())
+            .expect("factory")
+            .with_kubectl(Some(bin.clone()))
+            .expect("kubectl");
+        let task = K8sGenerator.generate(11, 0).expect("task");
+        let mut env = factory.create(&task).await.expect("env");
+        env.reset(&task).await.expect("reset");
+        let call = |command: &str| ToolCall::new("kubectl", serde_json::json!({"command": command}));
+        let yaml = env.execute(&call("kubectl get netpol adservice -o yaml")).await.expect("get");
+        assert!(
+            yaml.ok && yaml.content.contains("uid: ") && yaml.content.contains("resourceVersion: "),
+            "{}",
+            yaml.content
+        );
+        let pods = env.execute(&call("get pods -o wide")).await.expect("get pods");
+        assert!(pods.ok && pods.content.contains("NOMINATED NODE"), "{}", pods.content);
+        let escape = env
+            .execute(&call(
+                "get pods --server https://10.244.0.7:8080 --insecure-skip-tls-verify --request-timeout 3s",
+            ))
+            .await
+            .expect("escape");
+        assert!(!escape.ok && escape.content.contains("unreachable"), "{}", escape.content);
+        env.close().await.expect("close");
+    }
+}
