@@ -640,4 +640,132 @@ mod apiserver {
         assert!(!escape.ok && escape.content.contains("unreachable"), "{}", escape.content);
         env.close().await.expect("close");
     }
+
+    /// kube-rs and the `kube` driver against the server: typed requests, the Status of each
+    /// refusal compared with the recorded answers of a real API server (the same requests,
+    /// `kube_driver::tests`), and the driver's policy half (`policies`, `sync`) over the
+    /// server's store, which is what the environment enforces.
+    #[cfg(feature = "kube")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn kube_rs_and_the_kube_driver_against_the_server() {
+        use k8s_openapi::api::core::v1::Pod;
+        use k8s_openapi::api::networking::v1::NetworkPolicy;
+        use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+        use netdojo_k8s::kube_driver::{self, KubeCluster, KubeOptions, NamespaceMap};
+        use netdojo_k8s::policy;
+
+        // The workload in the namespace the driver maps `default` to.
+        let map = NamespaceMap::with_nonce(1, 2);
+        let real = map.real("default").expect("name");
+        let logical = boutique::workload().expect("workload");
+        let mut workload = netdojo_k8s::Workload::default();
+        workload.add_namespace(&real, Default::default());
+        for p in &logical.pods {
+            let mut p = p.clone();
+            p.namespace = real.clone();
+            workload.pods.push(p);
+        }
+        let originals = boutique::policies().expect("policies");
+        let mapped: Vec<NetworkPolicy> =
+            originals.iter().map(|p| kube_driver::to_cluster(p, &map, &logical).expect("map")).collect();
+        let server = ApiServer::bind_local(Store::new(&mapped), workload).expect("server");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let options = KubeOptions {
+            kubeconfig: Some(server.write_kubeconfig(dir.path()).expect("kubeconfig")),
+            // The store is the enforcement: nothing to wait for.
+            settle: std::time::Duration::ZERO,
+            ..Default::default()
+        };
+        let client = kube_driver::connect(&options).await.expect("connect");
+
+        let api: Api<NetworkPolicy> = Api::namespaced(client.clone(), &real);
+        let list = api.list(&ListParams::default()).await.expect("list");
+        assert_eq!(list.items.len(), 12);
+        let ad = api.get("adservice").await.expect("get");
+        let rv = ad.metadata.resource_version.clone().expect("resourceVersion");
+        let selected = api.list(&ListParams::default().labels("nothing=here")).await.expect("list -l");
+        assert!(selected.items.is_empty());
+        let pods: Api<Pod> = Api::namespaced(client.clone(), &real);
+        assert_eq!(pods.list(&ListParams::default()).await.expect("pods").items.len(), 12);
+
+        // Update at the resourceVersion read, then again at the stale one: 409, as recorded.
+        let mut changed = ad.clone();
+        changed.metadata.labels = Some([("tier".to_string(), "ads".to_string())].into());
+        let updated = api.replace("adservice", &PostParams::default(), &changed).await.expect("replace");
+        assert_ne!(updated.metadata.resource_version.as_deref(), Some(rv.as_str()));
+        let stale = api.replace("adservice", &PostParams::default(), &changed).await.expect_err("stale");
+        let kube::Error::Api(s) = &stale else { panic!("{stale}") };
+        assert_eq!((s.code, s.reason.as_str()), (409, "Conflict"));
+        assert_eq!(
+            s.message,
+            "Operation cannot be fulfilled on networkpolicies.networking.k8s.io \"adservice\": the object has been modified; please apply your changes to the latest version and try again"
+        );
+        // An invalid object: 422 with the recorded message and cause.
+        let mut bad = changed.clone();
+        bad.metadata = kube::api::ObjectMeta { name: Some("x".into()), ..Default::default() };
+        let port = &mut bad.spec.as_mut().expect("spec").ingress.as_mut().expect("ingress")[0]
+            .ports
+            .as_mut()
+            .expect("ports")[0];
+        port.protocol = Some("ICMP".into());
+        let invalid = api.create(&PostParams::default(), &bad).await.expect_err("invalid");
+        let kube::Error::Api(s) = &invalid else { panic!("{invalid}") };
+        assert_eq!((s.code, s.reason.as_str()), (422, "Invalid"));
+        assert_eq!(
+            s.message,
+            "NetworkPolicy.networking.k8s.io \"x\" is invalid: spec.ingress[0].ports[0].protocol: Unsupported value: \"ICMP\": supported values: \"SCTP\", \"TCP\", \"UDP\""
+        );
+        assert_eq!(kube_driver::status_text(s, &map), s.message);
+        let missing = api.get("nothing").await.expect_err("missing");
+        let kube::Error::Api(s) = &missing else { panic!("{missing}") };
+        assert_eq!((s.code, s.reason.as_str()), (404, "NotFound"));
+        assert_eq!(
+            kube_driver::status_text(s, &map),
+            "Error from server (NotFound): networkpolicies.networking.k8s.io \"nothing\" not found"
+        );
+        let refused = pods.delete("frontend", &DeleteParams::default()).await.expect_err("read-only");
+        let kube::Error::Api(s) = &refused else { panic!("{refused}") };
+        assert_eq!((s.code, s.reason.as_str()), (405, "MethodNotAllowed"));
+
+        // Merge and strategic merge patches (kubectl covers the JSON patch).
+        let merge = serde_json::json!({"spec": {"ingress": [{"ports": [{"port": 9556}]}]}});
+        api.patch("adservice", &PatchParams::default(), &Patch::Merge(&merge)).await.expect("merge");
+        let strategic = serde_json::json!({"metadata": {"labels": {"$patch": "replace", "a": "b"}}});
+        let p = api
+            .patch("adservice", &PatchParams::default(), &Patch::Strategic(&strategic))
+            .await
+            .expect("strategic");
+        assert_eq!(p.metadata.labels, Some([("a".to_string(), "b".to_string())].into()));
+        api.delete("adservice", &DeleteParams::default()).await.expect("delete");
+        assert!(server.store().policy(&real, "adservice").is_none());
+
+        // The driver's policy half: it reads the policies back as the agent sees them, and
+        // `sync` makes the server's store what the agent's kubectl decided.
+        let driver = KubeCluster::attach(client, logical.clone(), map.clone(), options);
+        let seen = driver.policies().await.expect("policies");
+        assert_eq!(seen.len(), 11);
+        assert!(seen.iter().all(|p| policy::namespace(p) == "default"));
+        driver.sync(&originals).await.expect("sync");
+        let store = server.store();
+        assert_eq!(store.policies().len(), 12);
+        for p in &mapped {
+            assert_eq!(
+                store.policy(&real, policy::name(p)).and_then(|s| s.spec.clone()),
+                p.spec.clone(),
+                "{}",
+                policy::name(p)
+            );
+        }
+        let mut icmp = originals.clone();
+        icmp[0].spec.as_mut().expect("spec").ingress.as_mut().expect("ingress")[0]
+            .ports
+            .as_mut()
+            .expect("ports")[0]
+            .protocol = Some("ICMP".into());
+        let refused = driver.sync(&icmp).await.expect_err("refused");
+        assert!(
+            refused.starts_with("NetworkPolicy.networking.k8s.io \"adservice\" is invalid: "),
+            "{refused}"
+        );
+    }
 }
