@@ -65,7 +65,7 @@ struct Res {
     schema: &'static str,
 }
 
-const READ: &[&str] = &["get", "list"];
+const READ: &[&str] = &["get", "list", "watch"];
 const RESOURCES: &[Res] = &[
     Res {
         group: "",
@@ -117,7 +117,7 @@ const RESOURCES: &[Res] = &[
         singular: "networkpolicy",
         kind: "NetworkPolicy",
         namespaced: true,
-        verbs: &["create", "delete", "get", "list", "patch", "update"],
+        verbs: &["create", "delete", "get", "list", "patch", "update", "watch"],
         short: &["netpol"],
         categories: &[],
         schema: "io.k8s.api.networking.v1.NetworkPolicy",
@@ -140,6 +140,8 @@ struct Inner {
     changes: u64,
     /// When the objects were made (their creationTimestamp; AGE in kubectl's tables).
     started: Timestamp,
+    /// Every accepted change, for the watches: ADDED, MODIFIED or DELETED and the object.
+    events: tokio::sync::broadcast::Sender<(&'static str, NetworkPolicy)>,
 }
 
 #[derive(Clone)]
@@ -249,7 +251,14 @@ impl ApiServer {
         let mut bytes = [0u8; 24];
         rand::rng().fill(&mut bytes[..]);
         let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-        let mut inner = Inner { store, workload, version: 0, changes: 0, started: now() };
+        let mut inner = Inner {
+            store,
+            workload,
+            version: 0,
+            changes: 0,
+            started: now(),
+            events: tokio::sync::broadcast::channel(256).0,
+        };
         let existing: Vec<NetworkPolicy> = inner.store.policies();
         for mut p in existing {
             inner.stamp_new(&mut p);
@@ -1043,10 +1052,10 @@ fn resource(
     if !res.namespaced && ns.is_some() && res.plural != "namespaces" {
         return not_found_path();
     }
-    if q.get("watch").is_some_and(|w| w == "true" || w == "1") {
-        return method_not_allowed("watch is not served by netdojo's API server: list and get instead");
-    }
     let mut inner = shared.inner.lock().unwrap_or_else(|e| e.into_inner());
+    if q.get("watch").is_some_and(|w| w == "true" || w == "1") && method == Method::GET {
+        return watch(&inner, res, ns, name, q, table);
+    }
     let verb = match (method.as_str(), name) {
         ("GET", None) => "list",
         ("GET", Some(_)) => "get",
@@ -1123,6 +1132,108 @@ fn resource(
             change(&mut inner, res, verb, ns, name, content_type, body, dry_run, strict, table)
         }
     }
+}
+
+/// The longest a watch stays open when the client sets no `timeoutSeconds`.
+const WATCH_LIMIT: std::time::Duration = std::time::Duration::from_secs(1800);
+
+/// A watch (`?watch=true`): with no `resourceVersion` (or `0`), ADDED for every object now,
+/// then every accepted change, as JSON lines, until `timeoutSeconds`. A `resourceVersion` older
+/// than the latest is 410 Gone ("too old resource version": the server keeps no history), on
+/// which clients list again. Pods, namespaces and services never change here: their watches
+/// only wait.
+fn watch(
+    inner: &Inner,
+    res: &'static Res,
+    ns: Option<&str>,
+    name: Option<&str>,
+    q: &BTreeMap<String, String>,
+    table: bool,
+) -> Response {
+    let filter = match label_filter(q.get("labelSelector")) {
+        Ok(f) => f,
+        Err(r) => return r,
+    };
+    let name = name.map(str::to_string).or_else(|| {
+        q.get("fieldSelector").and_then(|f| f.strip_prefix("metadata.name=")).map(str::to_string)
+    });
+    let from = q.get("resourceVersion").filter(|v| !v.is_empty() && *v != "0");
+    if let Some(v) = from
+        && v.parse::<u64>().ok() != Some(inner.version.max(1))
+        && v.parse::<u64>().ok() != Some(inner.version)
+    {
+        return status(
+            StatusCode::GONE,
+            "Expired",
+            format!("too old resource version: {v} ({})", inner.version),
+            None,
+        );
+    }
+    let keep = {
+        let name = name.clone();
+        let ns = ns.map(str::to_string);
+        move |i: &Item| {
+            name.as_deref().is_none_or(|n| n == i.name)
+                && (ns.is_none() || i.namespace == ns)
+                && labels_match(&filter, i.labels.as_ref())
+        }
+    };
+    let columns = columns(res.kind);
+    let event = move |kind: &str, item: Item| -> axum::body::Bytes {
+        let object = if table {
+            json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {},
+                   "columnDefinitions": columns, "rows": [{"cells": item.cells, "object": item.object}]})
+        } else {
+            item.object
+        };
+        let mut line = serde_json::to_vec(&json!({"type": kind, "object": object})).unwrap_or_default();
+        line.push(b'\n');
+        line.into()
+    };
+    let initial: std::collections::VecDeque<axum::body::Bytes> = if from.is_none() {
+        items(inner, res, ns).into_iter().filter(|i| keep(i)).map(|i| event("ADDED", i)).collect()
+    } else {
+        Default::default()
+    };
+    let timeout = q
+        .get("timeoutSeconds")
+        .and_then(|t| t.parse::<u64>().ok())
+        .map(std::time::Duration::from_secs)
+        .unwrap_or(WATCH_LIMIT)
+        .min(WATCH_LIMIT);
+    let deadline = tokio::time::Instant::now() + timeout;
+    let changes = (res.kind == "NetworkPolicy").then(|| inner.events.subscribe());
+    let started = inner.started;
+    let stream = futures::stream::unfold((initial, changes), move |(mut queue, mut changes)| {
+        let keep = keep.clone();
+        let event = event.clone();
+        async move {
+            loop {
+                if let Some(line) = queue.pop_front() {
+                    return Some((Ok::<_, std::convert::Infallible>(line), (queue, changes)));
+                }
+                let next = async {
+                    match changes.as_mut() {
+                        Some(rx) => rx.recv().await.ok(),
+                        None => std::future::pending().await,
+                    }
+                };
+                match tokio::time::timeout_at(deadline, next).await {
+                    Ok(Some((kind, p))) => {
+                        let item = policy_item(&p, started);
+                        if keep(&item) {
+                            queue.push_back(event(kind, item));
+                        }
+                    }
+                    // The deadline, or the server went away (or this watcher fell behind).
+                    _ => return None,
+                }
+            }
+        }
+    });
+    let mut r = Response::new(Body::from_stream(stream));
+    r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r
 }
 
 fn kind_of(v: &Value) -> (&str, &str) {
@@ -1307,6 +1418,8 @@ fn change(
         let Some(old) = inner.store.policy(ns, name).cloned() else { return not_found(res, name) };
         if !dry_run {
             inner.store.remove(ns, name);
+            // No watcher is fine: the send only fails when nobody listens.
+            let _ = inner.events.send(("DELETED", old.clone()));
             inner.version += 1;
             inner.changes += 1;
         }
@@ -1455,6 +1568,8 @@ fn change(
     };
     if !dry_run {
         inner.store.put(p.clone());
+        let _ =
+            inner.events.send((if code == StatusCode::CREATED { "ADDED" } else { "MODIFIED" }, p.clone()));
         inner.changes += 1;
     }
     with_warnings(object_response(code, res, policy_item(&p, started), table), &unknown)
@@ -1473,8 +1588,6 @@ fn with_warnings(mut r: Response, unknown: &[String]) -> Response {
 pub const KUBECTL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
 /// The output kept of each of kubectl's streams.
 const KUBECTL_OUTPUT_CAP: usize = 256 * 1024;
-/// The address space a kubectl (a Go program, which reserves more than it uses) may map.
-const KUBECTL_MEMORY_MIB: u64 = 4096;
 
 /// An episode's API server in a network namespace of its own, with the real kubectl to run
 /// against it. The namespace holds nothing but a loopback and the server's listening socket
@@ -1556,6 +1669,13 @@ impl AgentKubectl {
                 changed: false,
             });
         }
+        if input.is_some_and(|i| i.len() > kubectl::MAX_INPUT) {
+            return Ok(KubectlRun {
+                ok: false,
+                text: format!("error: the manifest is larger than {} bytes", kubectl::MAX_INPUT),
+                changed: false,
+            });
+        }
         let before = self.server.changes();
         let mut spec = netdojo_jail::Spec::new(
             netdojo_jail::Profile::Agent,
@@ -1566,7 +1686,6 @@ impl AgentKubectl {
             spec.readable.push(bin_dir.to_path_buf());
         }
         spec.cpu_seconds = KUBECTL_TIMEOUT.as_secs() + 1;
-        spec.memory_mib = KUBECTL_MEMORY_MIB;
         let kubectl = self.kubectl.clone();
         let kubeconfig = self.kubeconfig.display().to_string();
         let input = input.unwrap_or("").as_bytes().to_vec();

@@ -141,7 +141,14 @@ mod episodes {
 
     fn runner(agent: Arc<dyn netdojo_core::AgentFactory>) -> Runner {
         Runner {
-            env: Arc::new(K8sFactory::new(ProbeOptions::default()).expect("factory")),
+            // The Rust subset (the fallback), whatever NETDOJO_KUBECTL says: the real kubectl
+            // has its own episode test (`apiserver`).
+            env: Arc::new(
+                K8sFactory::new(ProbeOptions::default())
+                    .expect("factory")
+                    .with_kubectl(None)
+                    .expect("subset"),
+            ),
             agent,
             scorers: Arc::new(netdojo_score::repair_scorers()),
             budget: Budget::default(),
@@ -206,13 +213,23 @@ mod safety {
     use serde_json::json;
 
     /// A step that breaks a working connection (or opens a forbidden one) is unsafe, pair by
-    /// pair; a refused command changes nothing and stays safe.
+    /// pair; a refused command changes nothing and stays safe: with the Rust subset, and with
+    /// the real kubectl against the episode's API server.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_step_that_adds_a_mismatch_is_unsafe_and_a_refused_one_is_not() {
-        if !super::cluster::root_or_skip("a_step_that_adds_a_mismatch_is_unsafe_and_a_refused_one_is_not") {
+        let what = "a_step_that_adds_a_mismatch_is_unsafe_and_a_refused_one_is_not";
+        if !super::cluster::root_or_skip(what) {
             return;
         }
         let factory = K8sFactory::new(ProbeOptions::default()).expect("factory");
+        steps_are_judged(factory.with_kubectl(None).expect("subset")).await;
+        if let Some(bin) = super::apiserver::kubectl_or_skip(what) {
+            let factory = K8sFactory::new(ProbeOptions::default()).expect("factory");
+            steps_are_judged(factory.with_kubectl(Some(bin)).expect("kubectl")).await;
+        }
+    }
+
+    async fn steps_are_judged(factory: K8sFactory) {
         // A remove_ingress task: the faulty policy is not adservice's (checked below).
         let task = K8sGenerator.generate(2, 0).expect("task");
         let mut env = factory.create(&task).await.expect("env");
@@ -542,8 +559,14 @@ mod apiserver {
             fails("get deployments", ""),
             "error: the server doesn't have a resource type \"deployments\"\n"
         );
-        let err = fails("get netpol -w --request-timeout=5s", "");
-        assert!(err.contains("watch is not served"), "{err}");
+        // A watch sees the object, then a change made while it runs.
+        let watched = std::thread::scope(|scope| {
+            let watcher = scope.spawn(|| k.run("get netpol test --watch --request-timeout=4s", ""));
+            std::thread::sleep(std::time::Duration::from_millis(1500));
+            ok(r#"patch netpol test --type=merge -p '{"metadata":{"labels":{"seen":"yes"}}}'"#, "");
+            watcher.join().expect("watch")
+        });
+        assert_eq!(watched.1.lines().filter(|l| l.starts_with("test ")).count(), 2, "{watched:?}");
 
         assert_eq!(
             ok("delete netpol test", ""),
