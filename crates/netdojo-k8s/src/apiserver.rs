@@ -432,7 +432,11 @@ fn decode(s: &str) -> String {
 
 /// A label selector of a list request (`a=b`, `a==b`, `a!=b`, `a`, `!a`, comma-separated:
 /// what `kubectl -l` sends for equality-based selectors).
-fn label_filter(selector: Option<&String>) -> Result<Vec<(String, Option<String>, bool)>, Response> {
+/// One term of a label selector: the key, the value (`None`: existence), and whether it must
+/// match (`=`, `a`) or must not (`!=`, `!a`).
+type LabelTerm = (String, Option<String>, bool);
+
+fn label_filter(selector: Option<&String>) -> Result<Vec<LabelTerm>, Box<Response>> {
     let Some(sel) = selector.filter(|s| !s.trim().is_empty()) else { return Ok(Vec::new()) };
     sel.split(',')
         .map(|term| {
@@ -444,9 +448,9 @@ fn label_filter(selector: Option<&String>) -> Result<Vec<(String, Option<String>
             } else if let Some(k) = term.strip_prefix('!') {
                 Ok((k.trim().to_string(), None, false))
             } else if term.contains(' ') || term.contains('(') {
-                Err(bad_request(format!(
+                Err(Box::new(bad_request(format!(
                     "unable to parse requirement: set-based selectors are not supported by netdojo's API server: {term:?}"
-                )))
+                ))))
             } else {
                 Ok((term.to_string(), None, true))
             }
@@ -1021,7 +1025,7 @@ fn resource(
     // /namespaces/NS/PLURAL[/NAME[/SUB]] or /PLURAL[/NAME] (cluster-wide lists, namespaces).
     let (ns, plural, name, sub) = match rest {
         ["namespaces", ns, plural, tail @ ..]
-            if group != "" || *plural != "status" && *plural != "finalize" =>
+            if !group.is_empty() || *plural != "status" && *plural != "finalize" =>
         {
             (Some(*ns), *plural, tail.first().copied(), tail.get(1).copied())
         }
@@ -1081,7 +1085,7 @@ fn resource(
         "list" => {
             let filter = match label_filter(q.get("labelSelector")) {
                 Ok(f) => f,
-                Err(r) => return r,
+                Err(r) => return *r,
             };
             if q.get("fieldSelector").is_some_and(|f| !f.is_empty()) && res.kind != "Event" {
                 // Only `describe`'s event query sends one; events are always empty here.
@@ -1152,7 +1156,7 @@ fn watch(
 ) -> Response {
     let filter = match label_filter(q.get("labelSelector")) {
         Ok(f) => f,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let name = name.map(str::to_string).or_else(|| {
         q.get("fieldSelector").and_then(|f| f.strip_prefix("metadata.name=")).map(str::to_string)
@@ -1279,28 +1283,30 @@ fn unknown_fields(input: &Value, known: &Value, prefix: &str, out: &mut Vec<Stri
 fn decode_policy(
     value: Value,
     field_validation: Option<&str>,
-) -> Result<(NetworkPolicy, Vec<String>), Response> {
+) -> Result<(NetworkPolicy, Vec<String>), Box<Response>> {
     let (api, kind) = kind_of(&value);
     if (api, kind) != ("networking.k8s.io/v1", "NetworkPolicy") {
-        return Err(bad_request(format!(
+        return Err(Box::new(bad_request(format!(
             "the API version in the data ({api}) and the kind ({kind}) do not match the expected networking.k8s.io/v1, Kind=NetworkPolicy"
-        )));
+        ))));
     }
     let p: NetworkPolicy = serde_json::from_value(value.clone())
-        .map_err(|e| bad_request(format!("the body is not a valid NetworkPolicy: {e}")))?;
+        .map_err(|e| Box::new(bad_request(format!("the body is not a valid NetworkPolicy: {e}"))))?;
     let mut unknown = Vec::new();
     unknown_fields(&value, &serde_json::to_value(&p).unwrap_or(Value::Null), "", &mut unknown);
     match field_validation.unwrap_or("Warn") {
         "Strict" if !unknown.is_empty() => {
             let list =
                 unknown.iter().map(|f| format!("unknown field \"{f}\"")).collect::<Vec<_>>().join(", ");
-            Err(bad_request(format!(
+            Err(Box::new(bad_request(format!(
                 "NetworkPolicy in version \"v1\" cannot be handled as a NetworkPolicy: strict decoding error: {list}"
-            )))
+            ))))
         }
         "Strict" | "Warn" => Ok((p, unknown)),
         "Ignore" => Ok((p, Vec::new())),
-        other => Err(bad_request(format!("fieldValidation {other:?} is not one of Ignore, Warn, Strict"))),
+        other => Err(Box::new(bad_request(format!(
+            "fieldValidation {other:?} is not one of Ignore, Warn, Strict"
+        )))),
     }
 }
 
@@ -1426,16 +1432,16 @@ fn change(
         return object_response(StatusCode::OK, res, policy_item(&old, started), table);
     }
     let media = content_type.split(';').next().unwrap_or("").trim();
-    let parse = |bytes: &[u8]| -> Result<Value, Response> {
+    let parse = |bytes: &[u8]| -> Result<Value, Box<Response>> {
         serde_json::from_slice(bytes)
             .or_else(|_| serde_yaml_ng::from_slice(bytes))
-            .map_err(|e| bad_request(format!("the request body is not JSON: {e}")))
+            .map_err(|e| Box::new(bad_request(format!("the request body is not JSON: {e}"))))
     };
     let (incoming, current) = match verb {
         "create" | "update" => {
             let v = match parse(body) {
                 Ok(v) => v,
-                Err(r) => return r,
+                Err(r) => return *r,
             };
             let current = name.and_then(|n| inner.store.policy(ns, n).cloned());
             (v, current)
@@ -1447,7 +1453,7 @@ fn change(
             let mut doc = serde_json::to_value(&current).unwrap_or(Value::Null);
             let patch = match parse(body) {
                 Ok(v) => v,
-                Err(r) => return r,
+                Err(r) => return *r,
             };
             let applied = match media {
                 "application/json-patch+json" => kubectl::json_patch(&mut doc, &patch),
@@ -1488,7 +1494,7 @@ fn change(
     };
     let (mut p, unknown) = match decode_policy(incoming, field_validation) {
         Ok(x) => x,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     match &p.metadata.namespace {
         Some(n) if n != ns => {
@@ -1498,8 +1504,11 @@ fn change(
         }
         _ => p.metadata.namespace = Some(ns.to_string()),
     }
-    if verb == "create" && p.metadata.name.as_deref().unwrap_or("").is_empty() {
-        if let Some(prefix) = p.metadata.generate_name.clone().filter(|g| !g.is_empty()) {
+    if verb == "create"
+        && p.metadata.name.as_deref().unwrap_or("").is_empty()
+        && let Some(prefix) = p.metadata.generate_name.clone().filter(|g| !g.is_empty())
+    {
+        {
             let suffix: String = (0..5)
                 .map(|_| char::from(b"bcdfghjklmnpqrstvwxz2456789"[rand::rng().random_range(0..27)]))
                 .collect();
@@ -1735,5 +1744,86 @@ impl AgentKubectl {
 impl Drop for AgentKubectl {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_and_percent_decoding() {
+        assert_eq!(base64(b""), "");
+        assert_eq!(base64(b"f"), "Zg==");
+        assert_eq!(base64(b"fo"), "Zm8=");
+        assert_eq!(base64(b"foo"), "Zm9v");
+        assert_eq!(base64(b"-----BEGIN"), "LS0tLS1CRUdJTg==");
+        assert_eq!(decode("app%3Dfrontend%2Cx"), "app=frontend,x");
+        assert_eq!(decode("a+b%"), "a b%");
+        assert_eq!(decode("%zz"), "%zz");
+    }
+
+    #[test]
+    fn label_selectors_of_list_requests() {
+        let f = label_filter(Some(&"app=frontend,tier!=db,!old,team".to_string())).expect("selector");
+        let labels: BTreeMap<String, String> = [("app", "frontend"), ("team", "x")]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        assert!(labels_match(&f, Some(&labels)));
+        let f = label_filter(Some(&"app==cart".to_string())).expect("selector");
+        assert!(!labels_match(&f, Some(&labels)));
+        assert!(label_filter(Some(&"app in (a,b)".to_string())).is_err());
+        assert!(label_filter(None).expect("none").is_empty());
+    }
+
+    #[test]
+    fn unknown_fields_are_the_ones_a_policy_drops() {
+        let input = json!({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+            "metadata": {"name": "x", "managedFields": [{}]}, "status": {},
+            "spec": {"podSelector": {}, "ingres": [{}], "ingress": [{"form": [], "ports": [{"port": 80, "prot": 1}]}]}});
+        let (p, unknown) = decode_policy(input.clone(), Some("Warn")).map_err(|_| "refused").expect("warn");
+        assert_eq!(unknown, ["spec.ingres", "spec.ingress[0].ports[0].prot"]);
+        assert_eq!(policy::name(&p), "x");
+        assert!(decode_policy(input.clone(), Some("Strict")).is_err());
+        assert!(decode_policy(input.clone(), Some("Ignore")).is_ok_and(|(_, u)| u.is_empty()));
+        assert!(decode_policy(input, Some("Loose")).is_err());
+        let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x"}});
+        assert!(decode_policy(pod, None).is_err());
+    }
+
+    #[test]
+    fn strategic_merge_replaces_lists_and_honours_directives() {
+        let mut doc = json!({"metadata": {"labels": {"a": "1", "b": "2"}}, "spec": {"ingress": [{"ports": [{"port": 1}]}, {}]}});
+        let patch = json!({"metadata": {"labels": {"b": null, "c": "3"}}, "spec": {"ingress": [{}],
+            "$setElementOrder/ingress": [{}]}});
+        strategic_merge(&mut doc, &patch).expect("merge");
+        assert_eq!(doc, json!({"metadata": {"labels": {"a": "1", "c": "3"}}, "spec": {"ingress": [{}]}}));
+        strategic_merge(&mut doc, &json!({"metadata": {"labels": {"$patch": "replace", "z": "9"}}}))
+            .expect("replace");
+        assert_eq!(doc["metadata"]["labels"], json!({"z": "9"}));
+        strategic_merge(&mut doc, &json!({"metadata": {"labels": {"$patch": "delete"}}})).expect("delete");
+        assert_eq!(doc["metadata"], json!({}));
+        assert!(strategic_merge(&mut doc, &json!({"spec": {"$patch": "merge-ish"}})).is_err());
+    }
+
+    #[test]
+    fn the_openapi_documents_carry_the_kinds_and_the_patch_parameters() {
+        let v3 = openapi_v3(NP_GROUP);
+        let np = &v3["components"]["schemas"]["io.k8s.api.networking.v1.NetworkPolicy"];
+        assert_eq!(np["x-kubernetes-group-version-kind"][0]["kind"], "NetworkPolicy");
+        // A reference with a description beside it, wrapped as the API server's v3 documents do.
+        let spec = &np["properties"]["spec"]["allOf"][0]["$ref"];
+        assert_eq!(spec, "#/components/schemas/io.k8s.api.networking.v1.NetworkPolicySpec");
+        let patch =
+            &v3["paths"]["/apis/networking.k8s.io/v1/namespaces/{namespace}/networkpolicies/{name}"]["patch"];
+        assert!(
+            patch["parameters"].as_array().is_some_and(|p| p.iter().any(|p| p["name"] == "fieldValidation"))
+        );
+        let v2 = openapi_v2();
+        assert!(v2["definitions"]["io.k8s.api.core.v1.Pod"]["x-kubernetes-group-version-kind"].is_array());
+        assert!(v2.to_string().contains("#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"));
+        let root = openapi_v3_root();
+        assert!(root["paths"]["apis/networking.k8s.io/v1"]["serverRelativeURL"].as_str().is_some());
     }
 }

@@ -542,7 +542,7 @@ mod apiserver {
         let typo = TEST.replace("  ingress:", "  ingres:");
         let err = fails("apply -f -", &typo);
         assert!(err.contains("strict decoding error: unknown field \"spec.ingres\""), "{err}");
-        let stale = format!("{}", TEST.replace("  name: test\n", "  name: test\n  resourceVersion: \"1\"\n"));
+        let stale = TEST.replace("  name: test\n", "  name: test\n  resourceVersion: \"1\"\n");
         let err = fails("replace -f -", &stale);
         assert!(
             err.contains("Error from server (Conflict): error when replacing \"STDIN\": Operation cannot be fulfilled on networkpolicies.networking.k8s.io \"test\": the object has been modified"),
