@@ -577,6 +577,16 @@ mod apiserver {
             fails("get netpol test", ""),
             "Error from server (NotFound): networkpolicies.networking.k8s.io \"test\" not found\n"
         );
+        // --all lists, then deletes one by one (no DELETE on the collection).
+        let all = ok("delete netpol --all", "");
+        assert_eq!(
+            all.lines().filter(|l| l.ends_with("deleted from default namespace")).count(),
+            12,
+            "{all}"
+        );
+        assert!(server.store().policies().is_empty());
+        let (_, out, err) = k.run("get netpol", "");
+        assert_eq!(format!("{out}{err}"), "No resources found in default namespace.\n");
     }
 
     /// The k8s application with the agent's commands run by the real kubectl in the jail,
