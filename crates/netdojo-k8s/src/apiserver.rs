@@ -545,10 +545,14 @@ async fn handle(State(shared): State<Shared>, req: Request) -> Response {
         ["apis", NP_GROUP] => json_response(StatusCode::OK, &api_group()),
         ["api", "v1"] => resource_list(""),
         ["apis", NP_GROUP, "v1"] => resource_list(NP_GROUP),
-        ["openapi", "v2"] => json_response(StatusCode::OK, &openapi_v2()),
-        ["openapi", "v3"] => json_response(StatusCode::OK, &openapi_v3_root()),
-        ["openapi", "v3", "api", "v1"] => json_response(StatusCode::OK, &openapi_v3("")),
-        ["openapi", "v3", "apis", NP_GROUP, "v1"] => json_response(StatusCode::OK, &openapi_v3(NP_GROUP)),
+        ["openapi", "v2"] => json_response(StatusCode::OK, cached(&OPENAPI_V2, openapi_v2)),
+        ["openapi", "v3"] => json_response(StatusCode::OK, cached(&OPENAPI_V3_ROOT, openapi_v3_root)),
+        ["openapi", "v3", "api", "v1"] => {
+            json_response(StatusCode::OK, cached(&OPENAPI_V3_CORE, || openapi_v3("")))
+        }
+        ["openapi", "v3", "apis", NP_GROUP, "v1"] => {
+            json_response(StatusCode::OK, cached(&OPENAPI_V3_NETWORKING, || openapi_v3(NP_GROUP)))
+        }
         ["api", "v1", rest @ ..] => resource(&shared, &method, "", rest, &q, table, &content_type, &body),
         ["apis", NP_GROUP, "v1", rest @ ..] => {
             resource(&shared, &method, NP_GROUP, rest, &q, table, &content_type, &body)
@@ -730,6 +734,17 @@ fn paths(group: &str, v3: bool) -> serde_json::Map<String, Value> {
     out
 }
 
+/// The OpenAPI documents never change: made once per process (kubectl asks for them on every
+/// command that validates or applies).
+static OPENAPI_V2: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+static OPENAPI_V3_ROOT: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+static OPENAPI_V3_CORE: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+static OPENAPI_V3_NETWORKING: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+
+fn cached(cell: &'static std::sync::OnceLock<Value>, make: impl FnOnce() -> Value) -> &'static Value {
+    cell.get_or_init(make)
+}
+
 fn openapi_v2() -> Value {
     let settings = SchemaSettings::draft07().with(|s| s.definitions_path = "#/definitions/".into());
     let mut paths = paths("", false);
@@ -754,7 +769,12 @@ fn openapi_v3(group: &str) -> Value {
 fn openapi_v3_root() -> Value {
     let entry = |group: &str, key: &str| {
         let mut h = std::collections::hash_map::DefaultHasher::new();
-        openapi_v3(group).to_string().hash(&mut h);
+        let doc = if group.is_empty() {
+            cached(&OPENAPI_V3_CORE, || openapi_v3(""))
+        } else {
+            cached(&OPENAPI_V3_NETWORKING, || openapi_v3(NP_GROUP))
+        };
+        doc.to_string().hash(&mut h);
         (key.to_string(), json!({"serverRelativeURL": format!("/openapi/v3/{key}?hash={:016X}", h.finish())}))
     };
     let paths: serde_json::Map<String, Value> =
