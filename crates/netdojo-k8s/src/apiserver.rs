@@ -365,6 +365,12 @@ fn json_response(code: StatusCode, body: &Value) -> Response {
     r
 }
 
+fn json_response_bytes(body: Vec<u8>) -> Response {
+    let mut r = Response::new(Body::from(body));
+    r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r
+}
+
 fn not_found_path() -> Response {
     status(StatusCode::NOT_FOUND, "NotFound", "the server could not find the requested resource", None)
 }
@@ -1162,9 +1168,9 @@ fn resource(
 const WATCH_LIMIT: std::time::Duration = std::time::Duration::from_secs(1800);
 
 /// A watch (`?watch=true`): with no `resourceVersion` (or `0`), ADDED for every object now,
-/// then every accepted change, as JSON lines, until `timeoutSeconds`. A `resourceVersion` older
-/// than the latest is 410 Gone ("too old resource version": the server keeps no history), on
-/// which clients list again. Pods, namespaces and services never change here: their watches
+/// then every accepted change, as JSON lines, until `timeoutSeconds`. From a `resourceVersion`
+/// older than the latest, the one event is an ERROR with a 410 Expired Status ("too old resource
+/// version": the server keeps no history), on which clients list again. Pods, namespaces and services never change here: their watches
 /// only wait.
 fn watch(
     inner: &Inner,
@@ -1186,12 +1192,15 @@ fn watch(
         && v.parse::<u64>().ok() != Some(inner.version.max(1))
         && v.parse::<u64>().ok() != Some(inner.version)
     {
-        return status(
-            StatusCode::GONE,
-            "Expired",
-            format!("too old resource version: {v} ({})", inner.version),
-            None,
-        );
+        // As the API server does: the watch opens, and its one event is the 410.
+        let gone = json!({"type": "ERROR", "object": {
+            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": format!("too old resource version: {v} ({})", inner.version),
+            "reason": "Expired", "code": 410,
+        }});
+        let mut line = serde_json::to_vec(&gone).unwrap_or_default();
+        line.push(b'\n');
+        return json_response_bytes(line);
     }
     let keep = {
         let name = name.clone();

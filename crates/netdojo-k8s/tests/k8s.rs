@@ -769,8 +769,24 @@ mod apiserver {
             .await
             .expect("strategic");
         assert_eq!(p.metadata.labels, Some([("a".to_string(), "b".to_string())].into()));
+        // A watch from the resourceVersion a list gave sees the deletion; one from an older
+        // version is told to list again (410).
+        use futures::{StreamExt, TryStreamExt};
+        use kube::api::{WatchEvent, WatchParams};
+        let from =
+            api.list(&ListParams::default()).await.expect("list").metadata.resource_version.expect("rv");
+        let mut events = api.watch(&WatchParams::default().timeout(10), &from).await.expect("watch").boxed();
         api.delete("adservice", &DeleteParams::default()).await.expect("delete");
         assert!(server.store().policy(&real, "adservice").is_none());
+        match events.try_next().await.expect("event") {
+            Some(WatchEvent::Deleted(p)) => assert_eq!(p.metadata.name.as_deref(), Some("adservice")),
+            other => panic!("{other:?}"),
+        }
+        let mut old = api.watch(&WatchParams::default().timeout(10), "1").await.expect("watch").boxed();
+        match old.try_next().await {
+            Ok(Some(WatchEvent::Error(e))) => assert_eq!((e.code, e.reason.as_str()), (410, "Expired")),
+            other => panic!("{other:?}"),
+        }
 
         // The driver's policy half: it reads the policies back as the agent sees them, and
         // `sync` makes the server's store what the agent's kubectl decided.
