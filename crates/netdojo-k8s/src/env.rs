@@ -3,6 +3,8 @@
 //! tools, the probed connectivity after every change, pair-by-pair safety and
 //! no-mismatch correctness.
 
+use std::path::{Path, PathBuf};
+
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
@@ -12,9 +14,10 @@ use netdojo_core::{
 };
 use netdojo_linux::netns;
 
+use crate::apiserver::AgentKubectl;
 use crate::cluster::{Cluster, ProbeOptions};
 use crate::engine::{self, Matrix, Target};
-use crate::kubectl::Store;
+use crate::kubectl::{Answer, Store};
 use crate::model::Workload;
 use crate::tasks::{APPLICATION, CONNECTIVITY_TOOL, KUBECTL_TOOL, injections};
 use crate::{boutique, policy};
@@ -131,7 +134,14 @@ impl Backend {
 pub struct K8sFactory {
     at: Where,
     swept: netns::Swept,
+    /// The real kubectl the agent runs against the episode's API server (embedded cluster);
+    /// `None`: the Rust subset ([`Store::run`]).
+    kubectl: Option<PathBuf>,
 }
+
+/// The environment variable naming the kubectl binary the agent runs (`.ci/kubectl` installs
+/// one); unset, the agent's commands go to the Rust subset.
+pub const KUBECTL_ENV: &str = "NETDOJO_KUBECTL";
 
 impl K8sFactory {
     pub fn new(probe: ProbeOptions) -> Result<Self, EnvError> {
@@ -145,7 +155,37 @@ impl K8sFactory {
         }
         let swept = netns::sweep()
             .map_err(|e| EnvError::setup(ENV, "sweeping namespaces left by earlier runs").with_source(e))?;
-        Ok(Self { at: Where::Embedded(probe), swept })
+        let kubectl = match std::env::var_os(KUBECTL_ENV) {
+            Some(path) => Some(Self::check_kubectl(PathBuf::from(path))?),
+            None => None,
+        };
+        Ok(Self { at: Where::Embedded(probe), swept, kubectl })
+    }
+
+    fn check_kubectl(path: PathBuf) -> Result<PathBuf, EnvError> {
+        use std::os::unix::fs::PermissionsExt;
+        match std::fs::metadata(&path) {
+            Ok(m) if m.is_file() && m.permissions().mode() & 0o111 != 0 && path.is_absolute() => Ok(path),
+            _ => Err(EnvError::setup(
+                ENV,
+                format!(
+                    "{KUBECTL_ENV}={}: not an absolute path to an executable kubectl (`bash .ci/kubectl` installs one and prints its path)",
+                    path.display()
+                ),
+            )),
+        }
+    }
+
+    /// The agent's commands run `kubectl` (an absolute path) against the episode's embedded
+    /// API server; `None`: the Rust subset. Overrides NETDOJO_KUBECTL.
+    pub fn with_kubectl(mut self, kubectl: Option<PathBuf>) -> Result<Self, EnvError> {
+        self.kubectl = kubectl.map(Self::check_kubectl).transpose()?;
+        Ok(self)
+    }
+
+    /// The kubectl the agent runs, if not the Rust subset.
+    pub fn kubectl(&self) -> Option<&Path> {
+        self.kubectl.as_deref()
     }
 
     /// Episodes on the real cluster that `options.kubeconfig` (or KUBECONFIG) names; fails
@@ -156,7 +196,7 @@ impl K8sFactory {
         let client = crate::kube_driver::connect(&options)
             .await
             .map_err(|e| EnvError::setup(ENV, "connecting to the Kubernetes cluster").with_source(e))?;
-        Ok(Self { at: Where::Kube(client, options), swept: netns::Swept::default() })
+        Ok(Self { at: Where::Kube(client, options), swept: netns::Swept::default(), kubectl: None })
     }
 
     /// What the start-up sweep removed.
@@ -173,9 +213,11 @@ impl EnvironmentFactory for K8sFactory {
 
     fn config(&self) -> Value {
         match &self.at {
-            Where::Embedded(probe) => {
-                json!({"workload": "online-boutique", "probe": {"timeout_ms": probe.timeout.as_millis() as u64}})
-            }
+            Where::Embedded(probe) => json!({
+                "workload": "online-boutique",
+                "probe": {"timeout_ms": probe.timeout.as_millis() as u64},
+                "kubectl": if self.kubectl.is_some() { "kubectl binary, embedded API server" } else { "netdojo subset" },
+            }),
             #[cfg(feature = "kube")]
             Where::Kube(_, o) => json!({
                 "workload": "online-boutique",
@@ -188,7 +230,12 @@ impl EnvironmentFactory for K8sFactory {
     }
 
     async fn create(&self, _task: &Task) -> Result<Box<dyn Environment>, EnvError> {
-        Ok(Box::new(K8sEnv { at: self.at.clone(), state: None, task_id: String::new() }))
+        Ok(Box::new(K8sEnv {
+            at: self.at.clone(),
+            kubectl: self.kubectl.clone(),
+            state: None,
+            task_id: String::new(),
+        }))
     }
 }
 
@@ -204,12 +251,15 @@ struct State {
     previous: Option<Matrix>,
     /// A kubectl call since the last check changed the policies.
     changed: bool,
+    /// The API server and the real kubectl, when the agent runs one.
+    api: Option<AgentKubectl>,
 }
 
 /// One episode's cluster.
 #[derive(Debug)]
 pub struct K8sEnv {
     at: Where,
+    kubectl: Option<PathBuf>,
     state: Option<State>,
     task_id: String,
 }
@@ -303,6 +353,9 @@ impl Environment for K8sEnv {
         let workload = boutique::workload().map_err(|e| self.task_err(e.to_string()))?;
         let original = boutique::policies().map_err(|e| self.task_err(e.to_string()))?;
         if let Some(mut old) = self.state.take() {
+            if let Some(api) = old.api.as_mut() {
+                api.teardown();
+            }
             old.cluster.teardown().await;
         }
         let mut store = Store::new(&original);
@@ -340,8 +393,22 @@ impl Environment for K8sEnv {
                 return Err(e);
             }
         };
+        let api = match (&self.at, &self.kubectl) {
+            (Where::Embedded(_), Some(kubectl)) => {
+                match AgentKubectl::start(kubectl, store.clone(), workload.clone()) {
+                    Ok(api) => Some(api),
+                    Err(e) => {
+                        cluster.teardown().await;
+                        return Err(EnvError::setup(ENV, "starting the agent's API server for kubectl")
+                            .with_source(e));
+                    }
+                }
+            }
+            _ => None,
+        };
         let report = current.mismatch_report(&expected);
         self.state = Some(State {
+            api,
             cluster,
             store,
             workload,
@@ -361,7 +428,19 @@ impl Environment for K8sEnv {
                 let line = call.arguments.get("command").and_then(Value::as_str).unwrap_or_default();
                 let manifest = call.arguments.get("manifest").and_then(Value::as_str);
                 s.cluster.refresh(&mut s.store).await.map_err(runtime)?;
-                let mut answer = s.store.run(line, manifest, &s.workload);
+                let mut answer = match &s.api {
+                    // The real kubectl against the episode's API server, which changes a copy
+                    // of the store: what it accepted becomes the store, enforced below as the
+                    // subset's changes are.
+                    Some(api) => {
+                        let ran = api.run(line, manifest).await.map_err(runtime)?;
+                        if ran.changed {
+                            s.store = api.server().store();
+                        }
+                        Answer { ok: ran.ok, text: ran.text, changed: ran.changed }
+                    }
+                    None => s.store.run(line, manifest, &s.workload),
+                };
                 if answer.changed {
                     s.changed = true;
                     if let Err(refused) = s.cluster.apply(&s.store.policies()).await.map_err(runtime)? {
@@ -447,6 +526,9 @@ impl Environment for K8sEnv {
 
     async fn close(&mut self) -> Result<(), EnvError> {
         if let Some(mut s) = self.state.take() {
+            if let Some(api) = s.api.as_mut() {
+                api.teardown();
+            }
             s.cluster.teardown().await;
         }
         Ok(())
@@ -461,8 +543,12 @@ mod tests {
     fn the_brief_and_the_tools_read_as_the_agent_sees_them() {
         let report = "Mismatch Summary:\nfrontend → adservice:9555 (Expected: True, Actual: False)\n";
         insta::assert_snapshot!(brief(report));
-        let env =
-            K8sEnv { at: Where::Embedded(ProbeOptions::default()), state: None, task_id: String::new() };
+        let env = K8sEnv {
+            at: Where::Embedded(ProbeOptions::default()),
+            kubectl: None,
+            state: None,
+            task_id: String::new(),
+        };
         insta::assert_json_snapshot!(env.tools());
     }
 }

@@ -456,6 +456,13 @@ impl KubeCluster {
         }
     }
 
+    /// The driver over a workload already deployed in the namespaces `map` names (the
+    /// embedded API server's tests use it: its pods cannot be created, only read). Teardown
+    /// deletes nothing: the driver created nothing.
+    pub fn attach(client: Client, workload: Workload, map: NamespaceMap, options: KubeOptions) -> Self {
+        Self { client, map, workload, options, created: Vec::new() }
+    }
+
     async fn deploy(&mut self, policies: &[NetworkPolicy]) -> Result<(), KubeError> {
         let pp = PostParams::default();
         let namespaces: Api<Namespace> = Api::all(self.client.clone());

@@ -131,6 +131,21 @@ impl Store {
         self.policies.insert((policy::namespace(&p).to_string(), policy::name(&p).to_string()), p);
     }
 
+    /// The policy `name` of namespace `ns`.
+    pub fn policy(&self, ns: &str, name: &str) -> Option<&NetworkPolicy> {
+        self.policies.get(&(ns.to_string(), name.to_string()))
+    }
+
+    /// The policies of namespace `ns` (every namespace: `None`), in (namespace, name) order.
+    pub fn list(&self, ns: Option<&str>) -> Vec<&NetworkPolicy> {
+        self.policies.iter().filter(|((pns, _), _)| ns.is_none_or(|n| n == pns)).map(|(_, p)| p).collect()
+    }
+
+    /// Deletes one policy, returning it.
+    pub fn remove(&mut self, ns: &str, name: &str) -> Option<NetworkPolicy> {
+        self.policies.remove(&(ns.to_string(), name.to_string()))
+    }
+
     /// Runs one kubectl command line (with or without the leading `kubectl`). `manifest` is
     /// what `-f -` reads.
     pub fn run(&mut self, line: &str, manifest: Option<&str>, workload: &Workload) -> Answer {
@@ -510,7 +525,7 @@ fn same_object(a: &NetworkPolicy, b: &NetworkPolicy) -> bool {
 }
 
 /// RFC 7386.
-fn merge_patch(target: &mut Value, patch: &Value) {
+pub(crate) fn merge_patch(target: &mut Value, patch: &Value) {
     let Value::Object(p) = patch else {
         *target = patch.clone();
         return;
@@ -530,7 +545,7 @@ fn merge_patch(target: &mut Value, patch: &Value) {
 }
 
 /// RFC 6902: add, remove, replace (the operations an edit needs).
-fn json_patch(doc: &mut Value, patch: &Value) -> Result<(), String> {
+pub(crate) fn json_patch(doc: &mut Value, patch: &Value) -> Result<(), String> {
     let ops = patch.as_array().ok_or("error: a json patch is a list of operations")?;
     for op in ops {
         let kind = op.get("op").and_then(Value::as_str).unwrap_or_default();
@@ -749,7 +764,7 @@ pub fn describe_policy(p: &NetworkPolicy) -> String {
 }
 
 /// A pod of the workload as a `v1/Pod` object (for `-o yaml`).
-fn pod_object(p: &crate::model::PodInfo) -> Pod {
+pub(crate) fn pod_object(p: &crate::model::PodInfo) -> Pod {
     Pod {
         metadata: ObjectMeta {
             name: Some(p.name.clone()),

@@ -8,8 +8,11 @@
 //! - [`compile`]: policies compiled to per-pod nftables rules, as a CNI plugin enforces them.
 //! - [`cluster`]: the embedded cluster: pods as namespaces on a bridge, real TCP/UDP listeners,
 //!   atomic rule updates, and a prober that makes real connections from inside each pod.
+//! - [`apiserver`]: an embedded Kubernetes API server over the policy store, for the real
+//!   kubectl and kube-rs.
 //! - `kube_driver` (feature `kube`): the same environment on a real cluster from KUBECONFIG.
 
+pub mod apiserver;
 pub mod boutique;
 pub mod cluster;
 pub mod compile;

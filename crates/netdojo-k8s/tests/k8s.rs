@@ -134,7 +134,14 @@ mod episodes {
 
     fn runner(agent: Arc<dyn netdojo_core::AgentFactory>) -> Runner {
         Runner {
-            env: Arc::new(K8sFactory::new(ProbeOptions::default()).expect("factory")),
+            // The Rust subset (the fallback), whatever NETDOJO_KUBECTL says: the real kubectl
+            // has its own episode test (`apiserver`).
+            env: Arc::new(
+                K8sFactory::new(ProbeOptions::default())
+                    .expect("factory")
+                    .with_kubectl(None)
+                    .expect("subset"),
+            ),
             agent,
             scorers: Arc::new(netdojo_score::repair_scorers()),
             budget: Budget::default(),
@@ -199,13 +206,23 @@ mod safety {
     use serde_json::json;
 
     /// A step that breaks a working connection (or opens a forbidden one) is unsafe, pair by
-    /// pair; a refused command changes nothing and stays safe.
+    /// pair; a refused command changes nothing and stays safe: with the Rust subset, and with
+    /// the real kubectl against the episode's API server.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_step_that_adds_a_mismatch_is_unsafe_and_a_refused_one_is_not() {
-        if !super::cluster::root_or_skip("a_step_that_adds_a_mismatch_is_unsafe_and_a_refused_one_is_not") {
+        let what = "a_step_that_adds_a_mismatch_is_unsafe_and_a_refused_one_is_not";
+        if !super::cluster::root_or_skip(what) {
             return;
         }
         let factory = K8sFactory::new(ProbeOptions::default()).expect("factory");
+        steps_are_judged(factory.with_kubectl(None).expect("subset")).await;
+        if let Some(bin) = super::apiserver::kubectl_or_skip(what) {
+            let factory = K8sFactory::new(ProbeOptions::default()).expect("factory");
+            steps_are_judged(factory.with_kubectl(Some(bin)).expect("kubectl")).await;
+        }
+    }
+
+    async fn steps_are_judged(factory: K8sFactory) {
         // A remove_ingress task: the faulty policy is not adservice's (checked below).
         let task = K8sGenerator.generate(2, 0).expect("task");
         let mut env = factory.create(&task).await.expect("env");
@@ -352,5 +369,437 @@ mod real_cluster {
         assert!(record.error.is_none(), "{:?}", record.error);
         let correct = record.metrics.iter().find(|m| m.name == "correct").map(|m| m.value.as_f64());
         assert_eq!(correct, Some(1.0), "{:?}", trajectory.outcome);
+    }
+}
+
+/// The embedded API server driven by the real kubectl (NETDOJO_KUBECTL; `.ci/kubectl` installs
+/// the pinned one): kubectl's own output and errors for the NetPress §D commands.
+mod apiserver {
+    use std::path::PathBuf;
+    use std::process::Command;
+
+    use netdojo_k8s::apiserver::ApiServer;
+    use netdojo_k8s::boutique;
+    use netdojo_k8s::kubectl::Store;
+
+    /// The kubectl binary, or `None` with a printed reason (never under CI, where .ci/run
+    /// installs it).
+    pub fn kubectl_or_skip(what: &str) -> Option<PathBuf> {
+        netdojo_testkit::env_or_skip(
+            "NETDOJO_KUBECTL",
+            what,
+            "`export NETDOJO_KUBECTL=$(bash .ci/kubectl)`; .ci/run sets it",
+        )
+        .map(PathBuf::from)
+    }
+
+    pub struct Kubectl {
+        bin: PathBuf,
+        dir: tempfile::TempDir,
+        kubeconfig: PathBuf,
+    }
+
+    impl Kubectl {
+        pub fn new(bin: PathBuf, server: &ApiServer) -> Self {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let kubeconfig = server.write_kubeconfig(dir.path()).expect("kubeconfig");
+            Self { bin, dir, kubeconfig }
+        }
+
+        /// Runs `kubectl ARGS` with `stdin`: (exit 0, stdout, stderr).
+        pub fn run(&self, args: &str, stdin: &str) -> (bool, String, String) {
+            use std::io::Write;
+            let words = shlex::split(args).expect("args");
+            let mut child = Command::new(&self.bin)
+                .args(&words)
+                .env_clear()
+                .env("KUBECONFIG", &self.kubeconfig)
+                .env("HOME", self.dir.path())
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("kubectl");
+            child.stdin.take().expect("stdin").write_all(stdin.as_bytes()).expect("write");
+            let out = child.wait_with_output().expect("wait");
+            (
+                out.status.success(),
+                String::from_utf8_lossy(&out.stdout).into_owned(),
+                String::from_utf8_lossy(&out.stderr).into_owned(),
+            )
+        }
+    }
+
+    fn server() -> ApiServer {
+        let store = Store::new(&boutique::policies().expect("policies"));
+        ApiServer::bind_local(store, boutique::workload().expect("workload")).expect("server")
+    }
+
+    const TEST: &str = "apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata:\n  name: test\nspec:\n  podSelector:\n    matchLabels: {app: frontend}\n  ingress:\n  - ports:\n    - port: 80\n";
+
+    fn port(server: &ApiServer, name: &str) -> Option<String> {
+        let p = server.store().policy("default", name)?.clone();
+        let port = p.spec?.ingress?.first()?.ports.as_ref()?.first()?.port.clone()?;
+        Some(match port {
+            k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(n) => n.to_string(),
+            k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::String(s) => s,
+        })
+    }
+
+    /// NetPress §D's commands through the real kubectl: its tables, YAML and describe output;
+    /// apply (create, unchanged, configured), the three patch types, delete, dry runs; the API
+    /// server's refusals as kubectl prints them; every change in the server's store.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn kubectl_reads_and_changes_policies_with_its_own_output() {
+        let Some(bin) = kubectl_or_skip("kubectl_reads_and_changes_policies_with_its_own_output") else {
+            return;
+        };
+        let server = server();
+        let k = Kubectl::new(bin, &server);
+        let ok = |args: &str, stdin: &str| {
+            let (ok, out, err) = k.run(args, stdin);
+            assert!(ok, "kubectl {args}: {out}{err}");
+            out
+        };
+        let fails = |args: &str, stdin: &str| {
+            let (ok, out, err) = k.run(args, stdin);
+            assert!(!ok, "kubectl {args} succeeded: {out}");
+            err
+        };
+
+        let table = ok("get networkpolicy", "");
+        let lines: Vec<&str> = table.lines().collect();
+        assert_eq!(
+            lines[0].split_whitespace().collect::<Vec<_>>(),
+            ["NAME", "POD-SELECTOR", "AGE"],
+            "{table}"
+        );
+        assert_eq!(lines.len(), 13, "{table}");
+        assert!(lines[1].starts_with("adservice ") && lines[1].contains("app=adservice"), "{table}");
+        let yaml = ok("get netpol adservice -o yaml", "");
+        assert!(yaml.contains("kind: NetworkPolicy") && yaml.contains("resourceVersion: \"1\""), "{yaml}");
+        assert!(yaml.contains("port: 9555"), "{yaml}");
+        let described = ok("describe networkpolicy adservice", "");
+        assert!(described.contains("PodSelector:     app=adservice"), "{described}");
+        assert!(
+            described.contains("To Port: 9555/TCP") && described.contains("PodSelector: app=frontend"),
+            "{described}"
+        );
+        let pods = ok("get pods -o wide", "");
+        assert!(pods.lines().next().is_some_and(|h| h.contains("READY") && h.contains("IP")), "{pods}");
+        assert!(pods.contains("10.244.0.7") && pods.lines().count() == 13, "{pods}");
+        let frontend = ok("get pods -l app=frontend --show-labels", "");
+        assert_eq!(frontend.lines().count(), 2, "{frontend}");
+        assert!(ok("get namespaces", "").contains("default   Active"));
+        assert!(ok("describe pod frontend", "").contains("Port:           8080/TCP"));
+        assert_eq!(ok("get services", ""), "");
+        assert!(ok("explain networkpolicy.spec.podSelector", "").contains("matchLabels"));
+
+        assert_eq!(ok("apply -f -", TEST), "networkpolicy.networking.k8s.io/test created\n");
+        assert_eq!(ok("apply -f -", TEST), "networkpolicy.networking.k8s.io/test unchanged\n");
+        assert_eq!(port(&server, "test").as_deref(), Some("80"));
+        let merge = r#"patch netpol test --type=merge -p '{"spec":{"ingress":[{"ports":[{"port":81}]}]}}'"#;
+        assert_eq!(ok(merge, ""), "networkpolicy.networking.k8s.io/test patched\n");
+        assert_eq!(port(&server, "test").as_deref(), Some("81"));
+        let json = r#"patch netpol test --type=json -p '[{"op":"replace","path":"/spec/ingress/0/ports/0/port","value":82}]'"#;
+        assert_eq!(ok(json, ""), "networkpolicy.networking.k8s.io/test patched\n");
+        assert_eq!(port(&server, "test").as_deref(), Some("82"));
+        let strategic = r#"patch netpol test -p '{"spec":{"ingress":[{"ports":[{"port":83}]}]}}'"#;
+        assert_eq!(ok(strategic, ""), "networkpolicy.networking.k8s.io/test patched\n");
+        assert_eq!(port(&server, "test").as_deref(), Some("83"));
+        assert_eq!(ok(strategic, ""), "networkpolicy.networking.k8s.io/test patched (no change)\n");
+        // apply's three-way merge puts back what the manifest says.
+        assert_eq!(ok("apply -f -", TEST), "networkpolicy.networking.k8s.io/test configured\n");
+        assert_eq!(port(&server, "test").as_deref(), Some("80"));
+        let changed = TEST.replace("port: 80", "port: 90");
+        assert_eq!(
+            ok("apply --dry-run=server -f -", &changed),
+            "networkpolicy.networking.k8s.io/test configured (server dry run)\n"
+        );
+        assert_eq!(port(&server, "test").as_deref(), Some("80"));
+
+        // Refusals, in the API server's words as kubectl prints them.
+        let icmp = TEST.replace("port: 80", "port: 80\n      protocol: ICMP");
+        assert_eq!(
+            fails("apply -f -", &icmp),
+            "The NetworkPolicy \"test\" is invalid: spec.ingress[0].ports[0].protocol: Unsupported value: \"ICMP\": supported values: \"SCTP\", \"TCP\", \"UDP\"\n"
+        );
+        let typo = TEST.replace("  ingress:", "  ingres:");
+        let err = fails("apply -f -", &typo);
+        assert!(err.contains("strict decoding error: unknown field \"spec.ingres\""), "{err}");
+        let stale = TEST.replace("  name: test\n", "  name: test\n  resourceVersion: \"1\"\n");
+        let err = fails("replace -f -", &stale);
+        assert!(
+            err.contains("Error from server (Conflict): error when replacing \"STDIN\": Operation cannot be fulfilled on networkpolicies.networking.k8s.io \"test\": the object has been modified"),
+            "{err}"
+        );
+        let err = fails("apply --server-side -f -", TEST);
+        assert!(err.contains("server-side apply is not supported"), "{err}");
+        let err = fails("delete pod frontend", "");
+        assert!(
+            err.starts_with("Error from server (MethodNotAllowed)") && err.contains("pods are read-only"),
+            "{err}"
+        );
+        assert_eq!(
+            fails("get deployments", ""),
+            "error: the server doesn't have a resource type \"deployments\"\n"
+        );
+        // A watch sees the object, then a change made while it runs.
+        let watched = std::thread::scope(|scope| {
+            let watcher = scope.spawn(|| k.run("get netpol test --watch --request-timeout=4s", ""));
+            std::thread::sleep(std::time::Duration::from_millis(1500));
+            ok(r#"patch netpol test --type=merge -p '{"metadata":{"labels":{"seen":"yes"}}}'"#, "");
+            watcher.join().expect("watch")
+        });
+        assert_eq!(watched.1.lines().filter(|l| l.starts_with("test ")).count(), 2, "{watched:?}");
+
+        assert_eq!(
+            ok("delete netpol test", ""),
+            "networkpolicy.networking.k8s.io \"test\" deleted from default namespace\n"
+        );
+        assert!(server.store().policy("default", "test").is_none());
+        assert_eq!(
+            fails("get netpol test", ""),
+            "Error from server (NotFound): networkpolicies.networking.k8s.io \"test\" not found\n"
+        );
+        // --all lists, then deletes one by one (no DELETE on the collection).
+        let all = ok("delete netpol --all", "");
+        assert_eq!(
+            all.lines().filter(|l| l.ends_with("deleted from default namespace")).count(),
+            12,
+            "{all}"
+        );
+        assert!(server.store().policies().is_empty());
+        let (_, out, err) = k.run("get netpol", "");
+        assert_eq!(format!("{out}{err}"), "No resources found in default namespace.\n");
+    }
+
+    /// The k8s application with the agent's commands run by the real kubectl in the jail,
+    /// against the episode's API server: the oracle repairs (correct, safe), the no-op agent
+    /// does not, and the observations are kubectl's own output.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_oracle_and_the_noop_agent_through_the_real_kubectl() {
+        use std::sync::Arc;
+
+        use netdojo_core::{Budget, Runner, TaskGenerator};
+        use netdojo_k8s::cluster::ProbeOptions;
+        use netdojo_k8s::{K8sFactory, K8sGenerator};
+        use netdojo_scripted::{NoopFactory, OracleFactory};
+
+        let what = "the_oracle_and_the_noop_agent_through_the_real_kubectl";
+        if !super::cluster::root_or_skip(what) {
+            return;
+        }
+        let Some(bin) = kubectl_or_skip(what) else { return };
+        let runner = |agent: Arc<dyn netdojo_core::AgentFactory>| Runner {
+            env: Arc::new(
+                K8sFactory::new(ProbeOptions::default())
+                    .expect("factory")
+                    .with_kubectl(Some(bin.clone()))
+                    .expect("kubectl"),
+            ),
+            agent,
+            scorers: Arc::new(netdojo_score::repair_scorers()),
+            budget: Budget::default(),
+            concurrency: 1,
+        };
+        let metric = |record: &netdojo_core::EpisodeRecord, name: &str| {
+            record.metrics.iter().find(|m| m.name == name).map(|m| m.value.as_f64()).unwrap_or(f64::NAN)
+        };
+        let (oracle, noop) = (runner(Arc::new(OracleFactory)), runner(Arc::new(NoopFactory)));
+        for index in [0u64, 5, 14] {
+            let task = K8sGenerator.generate(11, index).expect("task");
+            let (record, trajectory) = oracle.run_episode(&task).await;
+            assert!(record.error.is_none(), "{:?}", record.error);
+            assert_eq!(metric(&record, "correct"), 1.0, "{}: {:?}", task.label, trajectory.steps);
+            assert_eq!(metric(&record, "safe"), 1.0, "{}: {:?}", task.label, trajectory.steps);
+            let applied: Vec<&str> = trajectory
+                .steps
+                .iter()
+                .filter(|s| s.call.name == "kubectl")
+                .map(|s| s.observation.content.as_str())
+                .collect();
+            assert!(
+                !applied.is_empty()
+                    && applied
+                        .iter()
+                        .all(|c| c.contains("networkpolicy.networking.k8s.io/") && c.contains("configured")),
+                "{applied:?}"
+            );
+            let (record, _) = noop.run_episode(&task).await;
+            assert!(record.error.is_none(), "{:?}", record.error);
+            assert_eq!(metric(&record, "correct"), 0.0, "{}", task.label);
+        }
+        // One episode by hand: the answers are kubectl's (the server's metadata, kubectl's
+        // columns), and kubectl, jailed in the API server's namespace, reaches nothing else.
+        use netdojo_core::{EnvironmentFactory, ToolCall};
+        let factory = K8sFactory::new(ProbeOptions::default())
+            .expect("factory")
+            .with_kubectl(Some(bin.clone()))
+            .expect("kubectl");
+        let task = K8sGenerator.generate(11, 0).expect("task");
+        let mut env = factory.create(&task).await.expect("env");
+        env.reset(&task).await.expect("reset");
+        let call = |command: &str| ToolCall::new("kubectl", serde_json::json!({"command": command}));
+        let yaml = env.execute(&call("kubectl get netpol adservice -o yaml")).await.expect("get");
+        assert!(
+            yaml.ok && yaml.content.contains("uid: ") && yaml.content.contains("resourceVersion: "),
+            "{}",
+            yaml.content
+        );
+        let pods = env.execute(&call("get pods -o wide")).await.expect("get pods");
+        assert!(pods.ok && pods.content.contains("NOMINATED NODE"), "{}", pods.content);
+        let escape = env
+            .execute(&call(
+                "get pods --server https://10.244.0.7:8080 --insecure-skip-tls-verify --request-timeout 3s",
+            ))
+            .await
+            .expect("escape");
+        assert!(!escape.ok && escape.content.contains("unreachable"), "{}", escape.content);
+        env.close().await.expect("close");
+    }
+
+    /// kube-rs and the `kube` driver against the server: typed requests, the Status of each
+    /// refusal compared with the recorded answers of a real API server (the same requests,
+    /// `kube_driver::tests`), and the driver's policy half (`policies`, `sync`) over the
+    /// server's store, which is what the environment enforces.
+    #[cfg(feature = "kube")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn kube_rs_and_the_kube_driver_against_the_server() {
+        use k8s_openapi::api::core::v1::Pod;
+        use k8s_openapi::api::networking::v1::NetworkPolicy;
+        use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+        use netdojo_k8s::kube_driver::{self, KubeCluster, KubeOptions, NamespaceMap};
+        use netdojo_k8s::policy;
+
+        // The workload in the namespace the driver maps `default` to.
+        let map = NamespaceMap::with_nonce(1, 2);
+        let real = map.real("default").expect("name");
+        let logical = boutique::workload().expect("workload");
+        let mut workload = netdojo_k8s::Workload::default();
+        workload.add_namespace(&real, Default::default());
+        for p in &logical.pods {
+            let mut p = p.clone();
+            p.namespace = real.clone();
+            workload.pods.push(p);
+        }
+        let originals = boutique::policies().expect("policies");
+        let mapped: Vec<NetworkPolicy> =
+            originals.iter().map(|p| kube_driver::to_cluster(p, &map, &logical).expect("map")).collect();
+        let server = ApiServer::bind_local(Store::new(&mapped), workload).expect("server");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let options = KubeOptions {
+            kubeconfig: Some(server.write_kubeconfig(dir.path()).expect("kubeconfig")),
+            // The store is the enforcement: nothing to wait for.
+            settle: std::time::Duration::ZERO,
+            ..Default::default()
+        };
+        let client = kube_driver::connect(&options).await.expect("connect");
+
+        let api: Api<NetworkPolicy> = Api::namespaced(client.clone(), &real);
+        let list = api.list(&ListParams::default()).await.expect("list");
+        assert_eq!(list.items.len(), 12);
+        let ad = api.get("adservice").await.expect("get");
+        let rv = ad.metadata.resource_version.clone().expect("resourceVersion");
+        let selected = api.list(&ListParams::default().labels("nothing=here")).await.expect("list -l");
+        assert!(selected.items.is_empty());
+        let pods: Api<Pod> = Api::namespaced(client.clone(), &real);
+        assert_eq!(pods.list(&ListParams::default()).await.expect("pods").items.len(), 12);
+
+        // Update at the resourceVersion read, then again at the stale one: 409, as recorded.
+        let mut changed = ad.clone();
+        changed.metadata.labels = Some([("tier".to_string(), "ads".to_string())].into());
+        let updated = api.replace("adservice", &PostParams::default(), &changed).await.expect("replace");
+        assert_ne!(updated.metadata.resource_version.as_deref(), Some(rv.as_str()));
+        let stale = api.replace("adservice", &PostParams::default(), &changed).await.expect_err("stale");
+        let kube::Error::Api(s) = &stale else { panic!("{stale}") };
+        assert_eq!((s.code, s.reason.as_str()), (409, "Conflict"));
+        assert_eq!(
+            s.message,
+            "Operation cannot be fulfilled on networkpolicies.networking.k8s.io \"adservice\": the object has been modified; please apply your changes to the latest version and try again"
+        );
+        // An invalid object: 422 with the recorded message and cause.
+        let mut bad = changed.clone();
+        bad.metadata = kube::api::ObjectMeta { name: Some("x".into()), ..Default::default() };
+        let port = &mut bad.spec.as_mut().expect("spec").ingress.as_mut().expect("ingress")[0]
+            .ports
+            .as_mut()
+            .expect("ports")[0];
+        port.protocol = Some("ICMP".into());
+        let invalid = api.create(&PostParams::default(), &bad).await.expect_err("invalid");
+        let kube::Error::Api(s) = &invalid else { panic!("{invalid}") };
+        assert_eq!((s.code, s.reason.as_str()), (422, "Invalid"));
+        assert_eq!(
+            s.message,
+            "NetworkPolicy.networking.k8s.io \"x\" is invalid: spec.ingress[0].ports[0].protocol: Unsupported value: \"ICMP\": supported values: \"SCTP\", \"TCP\", \"UDP\""
+        );
+        assert_eq!(kube_driver::status_text(s, &map), s.message);
+        let missing = api.get("nothing").await.expect_err("missing");
+        let kube::Error::Api(s) = &missing else { panic!("{missing}") };
+        assert_eq!((s.code, s.reason.as_str()), (404, "NotFound"));
+        assert_eq!(
+            kube_driver::status_text(s, &map),
+            "Error from server (NotFound): networkpolicies.networking.k8s.io \"nothing\" not found"
+        );
+        let refused = pods.delete("frontend", &DeleteParams::default()).await.expect_err("read-only");
+        let kube::Error::Api(s) = &refused else { panic!("{refused}") };
+        assert_eq!((s.code, s.reason.as_str()), (405, "MethodNotAllowed"));
+
+        // Merge and strategic merge patches (kubectl covers the JSON patch).
+        let merge = serde_json::json!({"spec": {"ingress": [{"ports": [{"port": 9556}]}]}});
+        api.patch("adservice", &PatchParams::default(), &Patch::Merge(&merge)).await.expect("merge");
+        let strategic = serde_json::json!({"metadata": {"labels": {"$patch": "replace", "a": "b"}}});
+        let p = api
+            .patch("adservice", &PatchParams::default(), &Patch::Strategic(&strategic))
+            .await
+            .expect("strategic");
+        assert_eq!(p.metadata.labels, Some([("a".to_string(), "b".to_string())].into()));
+        // A watch from the resourceVersion a list gave sees the deletion; one from an older
+        // version is told to list again (410).
+        use futures::{StreamExt, TryStreamExt};
+        use kube::api::{WatchEvent, WatchParams};
+        let from =
+            api.list(&ListParams::default()).await.expect("list").metadata.resource_version.expect("rv");
+        let mut events = api.watch(&WatchParams::default().timeout(10), &from).await.expect("watch").boxed();
+        api.delete("adservice", &DeleteParams::default()).await.expect("delete");
+        assert!(server.store().policy(&real, "adservice").is_none());
+        match events.try_next().await.expect("event") {
+            Some(WatchEvent::Deleted(p)) => assert_eq!(p.metadata.name.as_deref(), Some("adservice")),
+            other => panic!("{other:?}"),
+        }
+        let mut old = api.watch(&WatchParams::default().timeout(10), "1").await.expect("watch").boxed();
+        match old.try_next().await {
+            Ok(Some(WatchEvent::Error(e))) => assert_eq!((e.code, e.reason.as_str()), (410, "Expired")),
+            other => panic!("{other:?}"),
+        }
+
+        // The driver's policy half: it reads the policies back as the agent sees them, and
+        // `sync` makes the server's store what the agent's kubectl decided.
+        let driver = KubeCluster::attach(client, logical.clone(), map.clone(), options);
+        let seen = driver.policies().await.expect("policies");
+        assert_eq!(seen.len(), 11);
+        assert!(seen.iter().all(|p| policy::namespace(p) == "default"));
+        driver.sync(&originals).await.expect("sync");
+        let store = server.store();
+        assert_eq!(store.policies().len(), 12);
+        for p in &mapped {
+            assert_eq!(
+                store.policy(&real, policy::name(p)).and_then(|s| s.spec.clone()),
+                p.spec.clone(),
+                "{}",
+                policy::name(p)
+            );
+        }
+        let mut icmp = originals.clone();
+        icmp[0].spec.as_mut().expect("spec").ingress.as_mut().expect("ingress")[0]
+            .ports
+            .as_mut()
+            .expect("ports")[0]
+            .protocol = Some("ICMP".into());
+        let refused = driver.sync(&icmp).await.expect_err("refused");
+        assert!(
+            refused.starts_with("NetworkPolicy.networking.k8s.io \"adservice\" is invalid: "),
+            "{refused}"
+        );
     }
 }
