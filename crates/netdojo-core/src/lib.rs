@@ -14,6 +14,7 @@ pub mod metric;
 pub mod price;
 pub mod runner;
 pub mod schema;
+pub mod scorer;
 pub mod store;
 pub mod suite;
 pub mod task;
@@ -24,9 +25,10 @@ pub mod trajectory;
 pub use agent::{Agent, AgentFactory, AgentTurn, EpisodeStart, TokenUsage};
 pub use env::{Check, Environment, EnvironmentFactory, Outcome, StateCheck};
 pub use error::{AgentError, EnvError, PriceError, StoreError, TaskError};
-pub use metric::{Metric, MetricValue, Scorer};
+pub use metric::{Metric, MetricValue};
 pub use price::{Price, PriceTable};
 pub use runner::{Budget, Progress, Runner};
+pub use scorer::Scorer;
 pub use task::{
     ConfigTask, ConfigTopology, Fault, Filtered, GeneratedSuite, StaticSuite, Task, TaskFilter,
     TaskGenerator, TaskKind, TaskSource, Testcase,

@@ -1,9 +1,6 @@
-//! Metrics and the scorers that compute them from a finished episode.
+//! Metrics: what a scorer ([`crate::scorer::Scorer`]) computes from a finished episode.
 
 use serde::{Deserialize, Serialize};
-
-use crate::task::Task;
-use crate::trajectory::Trajectory;
 
 /// A metric's value. Pass/fail metrics are aggregated as proportions with confidence
 /// intervals; counts and values as means and medians.
@@ -41,11 +38,4 @@ impl Metric {
     pub fn value(name: impl Into<String>, value: f64) -> Self {
         Self { name: name.into(), value: MetricValue::Value(value) }
     }
-}
-
-/// Turns an episode into metrics. Scorers are pure: they read the task and the trajectory
-/// and touch nothing else, so a run directory can be re-scored later.
-pub trait Scorer: Send + Sync {
-    fn name(&self) -> &str;
-    fn score(&self, task: &Task, episode: &Trajectory) -> Vec<Metric>;
 }

@@ -21,9 +21,10 @@ use tokio::time::{Instant, timeout_at};
 use crate::agent::{AgentFactory, AgentTurn, EpisodeStart};
 use crate::env::{Environment, EnvironmentFactory, StateCheck};
 use crate::error::{AgentError, EnvError, StoreError, TaskError};
-use crate::metric::{Metric, Scorer};
+use crate::metric::Metric;
 use crate::price::Price;
 use crate::schema;
+use crate::scorer::Scorer;
 use crate::store::RunDir;
 use crate::task::{Task, TaskSource};
 use crate::tool::{FINISH_TOOL, Observation, ToolSpec};
@@ -245,7 +246,7 @@ impl Runner {
             Ok(mut env) => {
                 let result = self.drive(task, epoch, env.as_mut(), started, &mut trajectory).await;
                 if let Err(e) = timed(&mut trajectory.timing.close_us, env.close()).await {
-                    tracing::warn!(task = %task.id, "closing the environment failed: {e}");
+                    tracing::warn!(task = %task.id, "closing the environment failed: {}", e.chain());
                 }
                 result
             }
@@ -444,7 +445,7 @@ fn record_of(task: &Task, trajectory: &Trajectory) -> EpisodeRecord {
 type Failure = (ErrorCause, String);
 
 fn env_failure(e: EnvError) -> Failure {
-    (e.cause(), e.to_string())
+    (e.cause(), e.chain())
 }
 
 /// A model API that failed after the agent's retries is infrastructure (`--resume` retries it);

@@ -12,6 +12,12 @@
 //! episodes in flight, and [`RunDir::open`] cuts a torn last line, so a resumed run redoes
 //! exactly the episodes that have no complete record. An episode is a (task, epoch): a run with
 //! `--epochs K` runs each task K times, and its records say which attempt each is.
+//!
+//! config.json and every record carry the run format's version, `"format": "MAJOR.MINOR"`
+//! ([`FORMAT`]). A new minor version only adds fields, which older readers ignore; a new major
+//! version changes or removes one, and every reader ([`RunDir::open`] for `--resume`,
+//! [`RunDir::inspect`] and [`RunDir::records`] for reports and exports) refuses a major it does
+//! not know, naming the file. A run written before the field is format 1.0 and reads as such.
 
 use std::collections::{BTreeMap, HashSet};
 use std::fs::{self, File, OpenOptions};
@@ -26,6 +32,48 @@ use crate::trajectory::{EpisodeRecord, EpisodeStatus, Trajectory};
 const CONFIG: &str = "config.json";
 const EPISODES: &str = "episodes.jsonl";
 const TRAJECTORIES: &str = "trajectories";
+
+/// The run format this netdojo writes (see the module's documentation).
+pub const FORMAT: &str = "1.0";
+/// The major version of [`FORMAT`]: the only one this netdojo reads.
+const FORMAT_MAJOR: u64 = 1;
+const FORMAT_FIELD: &str = "format";
+
+/// The `format` field of a config.json or a record, whatever else is there.
+#[derive(serde::Deserialize)]
+struct Versioned {
+    format: Option<Value>,
+}
+
+/// Refuses a major version other than [`FORMAT_MAJOR`]; no version at all is a run written
+/// before the field (format 1.0).
+fn check_format(found: Option<&Value>, path: &Path, what: &str) -> Result<(), StoreError> {
+    let Some(found) = found else { return Ok(()) };
+    let text = found.as_str().map_or_else(|| found.to_string(), str::to_string);
+    let major = found.as_str().and_then(|v| v.split('.').next()).and_then(|m| m.parse::<u64>().ok());
+    if major == Some(FORMAT_MAJOR) {
+        return Ok(());
+    }
+    Err(StoreError::Format {
+        path: path.to_path_buf(),
+        message: format!(
+            "{what} is in run format {text}, which this netdojo cannot read: it reads format \
+             {FORMAT_MAJOR}.x ({FORMAT} and older minors) and runs written before the `format` field; \
+             read this run with the netdojo that wrote it"
+        ),
+    })
+}
+
+/// `fields` as a JSON object that starts with this netdojo's `format`.
+fn versioned(fields: Value, path: &Path) -> Result<serde_json::Map<String, Value>, StoreError> {
+    let Value::Object(fields) = fields else {
+        return Err(StoreError::Format { path: path.to_path_buf(), message: "not a JSON object".into() });
+    };
+    let mut out = serde_json::Map::with_capacity(fields.len() + 1);
+    out.insert(FORMAT_FIELD.into(), Value::from(FORMAT));
+    out.extend(fields.into_iter().filter(|(k, _)| k != FORMAT_FIELD));
+    Ok(out)
+}
 
 #[derive(Debug)]
 pub struct RunDir {
@@ -46,7 +94,8 @@ impl RunDir {
                 message: "this directory already holds a run; resume it with --resume".into(),
             });
         }
-        let text = serde_json::to_string_pretty(config)
+        let config = versioned(config.clone(), &config_path)?;
+        let text = serde_json::to_string_pretty(&config)
             .map_err(|e| StoreError::Format { path: config_path.clone(), message: e.to_string() })?;
         write_atomic(&config_path, text.as_bytes())?;
         Self::open_episodes(path)
@@ -116,10 +165,13 @@ impl RunDir {
             if !line.ends_with('\n') || line.trim().is_empty() {
                 continue;
             }
-            let record = serde_json::from_str(line).map_err(|e| StoreError::Format {
+            let bad = |e: serde_json::Error| StoreError::Format {
                 path: path.clone(),
                 message: format!("line {}: {e}", n + 1),
-            })?;
+            };
+            let version: Versioned = serde_json::from_str(line).map_err(bad)?;
+            check_format(version.format.as_ref(), &path, &format!("line {}", n + 1))?;
+            let record = serde_json::from_str(line).map_err(bad)?;
             records.push(record);
         }
         Ok(records)
@@ -158,8 +210,10 @@ impl RunDir {
             .map_err(|e| StoreError::Format { path: traj_path.clone(), message: e.to_string() })?;
         write_atomic(&traj_path, &bytes)?;
 
-        let mut line = serde_json::to_vec(record)
-            .map_err(|e| StoreError::Format { path: episodes_path.clone(), message: e.to_string() })?;
+        let format_err =
+            |e: serde_json::Error| StoreError::Format { path: episodes_path.clone(), message: e.to_string() };
+        let record = versioned(serde_json::to_value(record).map_err(format_err)?, &episodes_path)?;
+        let mut line = serde_json::to_vec(&record).map_err(format_err)?;
         line.push(b'\n');
         episodes.write_all(&line).map_err(StoreError::io(&episodes_path))?;
         episodes.flush().map_err(StoreError::io(&episodes_path))?;
@@ -212,7 +266,8 @@ pub fn file_stem(task_id: &str) -> String {
     out
 }
 
-/// `path` if it holds a run (its config.json), else an error saying so.
+/// `path` if it holds a run (its config.json) in a format this netdojo reads, else an error
+/// saying why not.
 fn existing_run(path: &Path) -> Result<PathBuf, StoreError> {
     let config_path = path.join(CONFIG);
     if !config_path.is_file() {
@@ -221,6 +276,10 @@ fn existing_run(path: &Path) -> Result<PathBuf, StoreError> {
             message: "no run here (config.json is missing)".into(),
         });
     }
+    let text = fs::read_to_string(&config_path).map_err(StoreError::io(&config_path))?;
+    let version: Versioned = serde_json::from_str(&text)
+        .map_err(|e| StoreError::Format { path: config_path.clone(), message: e.to_string() })?;
+    check_format(version.format.as_ref(), &config_path, "this run")?;
     Ok(path.to_path_buf())
 }
 
@@ -316,7 +375,7 @@ mod tests {
 
         assert!(RunDir::create(dir.path(), &json!({})).is_err(), "a second create must refuse");
         let run = RunDir::open(dir.path()).expect("open");
-        assert_eq!(run.config().expect("config"), json!({"seed": 1}));
+        assert_eq!(run.config().expect("config"), json!({"format": FORMAT, "seed": 1}));
         assert_eq!(run.records().expect("records").len(), 2);
         let done = run.completed().expect("completed");
         let key = |id: &str| (id.to_string(), 0);
@@ -342,5 +401,68 @@ mod tests {
         assert_eq!(run.trajectory("a").expect("epoch 0"), trajectory("a"));
         assert_eq!(run.trajectory_of("a", 1).expect("epoch 1"), second);
         assert!(dir.path().join(TRAJECTORIES).join("a~1.cbor").is_file());
+    }
+
+    #[test]
+    fn config_and_records_carry_the_format_and_an_unknown_major_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut run = RunDir::create(dir.path(), &json!({"format": "0.1", "seed": 1})).expect("create");
+        run.append(&record("a", EpisodeStatus::Completed), &trajectory("a")).expect("append");
+        drop(run);
+        let config: Value =
+            serde_json::from_str(&fs::read_to_string(dir.path().join(CONFIG)).expect("config"))
+                .expect("json");
+        assert_eq!(config["format"], FORMAT, "the run's own format replaces any given");
+        let episodes = fs::read_to_string(dir.path().join(EPISODES)).expect("episodes");
+        assert!(episodes.starts_with(&format!("{{\"format\":\"{FORMAT}\",\"task_id\":\"a\"")), "{episodes}");
+
+        // A later minor version only adds fields: read, the unknown field ignored.
+        let newer_minor = episodes.replace("\"format\":\"1.0\"", "\"format\":\"1.7\",\"new\":1");
+        let mut f = OpenOptions::new().append(true).open(dir.path().join(EPISODES)).expect("open");
+        f.write_all(newer_minor.replace("\"a\"", "\"b\"").as_bytes()).expect("write");
+        drop(f);
+        assert_eq!(RunDir::inspect(dir.path()).expect("inspect").records().expect("records").len(), 2);
+
+        // A record of another major version: refused, naming the file and line.
+        let mut f = OpenOptions::new().append(true).open(dir.path().join(EPISODES)).expect("open");
+        f.write_all(episodes.replace("\"format\":\"1.0\"", "\"format\":\"2.0\"").as_bytes()).expect("write");
+        drop(f);
+        let err = RunDir::inspect(dir.path()).expect("inspect").records().expect_err("major 2");
+        let message = err.to_string();
+        assert!(message.contains("episodes.jsonl: line 3 is in run format 2.0"), "{message}");
+        assert!(message.contains("reads format 1.x"), "{message}");
+
+        // A config.json of another major version: neither report nor resume opens the run.
+        fs::write(dir.path().join(CONFIG), r#"{"format": "3.2", "seed": 1}"#).expect("write");
+        for err in
+            [RunDir::inspect(dir.path()).expect_err("inspect"), RunDir::open(dir.path()).expect_err("open")]
+        {
+            let message = err.to_string();
+            assert!(message.contains("config.json: this run is in run format 3.2"), "{message}");
+        }
+        fs::write(dir.path().join(CONFIG), r#"{"format": 1, "seed": 1}"#).expect("write");
+        assert!(RunDir::inspect(dir.path()).is_err(), "a format that is not MAJOR.MINOR is refused");
+    }
+
+    #[test]
+    fn a_run_written_before_the_format_field_reads_and_resumes() {
+        let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/runs/before-format");
+        let config = fs::read_to_string(fixture.join(CONFIG)).expect("the fixture's config.json");
+        assert!(!config.contains("\"format\""), "the fixture predates the field");
+        let view = RunDir::inspect(&fixture).expect("inspect");
+        assert_eq!(view.records().expect("records").len(), 3);
+        assert_eq!(view.trajectory("dcgraph-s1-0000000").expect("cbor").task_id, "dcgraph-s1-0000000");
+
+        // Resuming appends records of this format to it.
+        let dir = tempfile::tempdir().expect("tempdir");
+        fs::create_dir_all(dir.path().join(TRAJECTORIES)).expect("mkdir");
+        for name in [CONFIG, EPISODES] {
+            fs::copy(fixture.join(name), dir.path().join(name)).expect("copy");
+        }
+        let mut run = RunDir::open(dir.path()).expect("open");
+        assert_eq!(run.completed().expect("completed").len(), 3);
+        run.append(&record("dcgraph-s1-0000003", EpisodeStatus::Completed), &trajectory("x"))
+            .expect("append");
+        assert_eq!(run.records().expect("records").len(), 4);
     }
 }

@@ -16,10 +16,8 @@ use sha2::{Digest, Sha256};
 
 use crate::error::TaskError;
 use crate::task::Task;
-
-/// How a manifest's name ends: `suite.jsonl`'s is `suite.manifest.json`. A directory suite
-/// skips such files when it reads its tasks.
-pub const MANIFEST_SUFFIX: &str = ".manifest.json";
+// Defined where a directory suite skips manifests while it reads its tasks.
+pub use crate::task::MANIFEST_SUFFIX;
 
 /// The manifest of a frozen suite.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -20,6 +20,13 @@ use serde_json::Value;
 use crate::error::TaskError;
 use crate::tool::ToolCall;
 
+// Defined with the code that makes it runnable.
+pub use crate::testcase::Testcase;
+
+/// How a manifest's name ends: `suite.jsonl`'s is `suite.manifest.json`. A directory suite
+/// skips such files when it reads its tasks.
+pub const MANIFEST_SUFFIX: &str = ".manifest.json";
+
 /// One evaluation task.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Task {
@@ -122,27 +129,6 @@ pub struct ConfigTopology {
     /// Links as the seed writes them: `"A eth0 <-> B eth0"`.
     #[serde(default)]
     pub links: Vec<String>,
-}
-
-/// A testcase in either of the two shapes the seed shows (§4.1: name + expected_result;
-/// §4.3: device + commands + expected_output).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Testcase {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub device: Option<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub commands: Vec<String>,
-    /// A regular expression the output must match.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub expected_output: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub expected_result: Option<Value>,
-    /// The CLI the commands are written for: `frr` (vtysh, the default) or `linux` (`ping`,
-    /// `nft`, `tc`... run in the device's namespace).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dialect: Option<String>,
 }
 
 /// A source of tasks: a static suite or a seeded generator.
@@ -309,7 +295,7 @@ impl StaticSuite {
                 .filter_map(|e| e.ok().map(|e| e.path()))
                 .filter(|p| matches!(p.extension().and_then(|e| e.to_str()), Some("json" | "jsonl")))
                 // The suite's manifest (`generate`'s, crate::suite) is not a task.
-                .filter(|p| !p.to_string_lossy().ends_with(crate::suite::MANIFEST_SUFFIX))
+                .filter(|p| !p.to_string_lossy().ends_with(MANIFEST_SUFFIX))
                 .collect();
             files.sort();
             for file in files {

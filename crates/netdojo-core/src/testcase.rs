@@ -5,9 +5,29 @@
 
 use std::net::{IpAddr, Ipv4Addr};
 
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::task::Testcase;
+/// A testcase in either of the two shapes the seed shows (§4.1: name + expected_result;
+/// §4.3: device + commands + expected_output).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Testcase {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub commands: Vec<String>,
+    /// A regular expression the output must match.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_output: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_result: Option<Value>,
+    /// The CLI the commands are written for: `frr` (vtysh, the default) or `linux` (`ping`,
+    /// `nft`, `tc`... run in the device's namespace).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dialect: Option<String>,
+}
 
 /// The keys `expected_result` may hold; each is one check on the same route.
 pub const EXPECTED_RESULT_KEYS: &[&str] = &[

@@ -159,25 +159,9 @@ pub enum EpisodeStatus {
     Errored,
 }
 
-/// Whose failure made an episode errored: says whether a retry can help and whom to tell.
-/// An agent's bad input is never one of these: it is a failed step (`ok: false`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ErrorCause {
-    /// The machine or a backend failed (namespaces, daemons, a server, a timeout of the
-    /// evaluation, a panic): `--resume` retries it.
-    Infrastructure,
-    /// The task file is wrong or asks for what the environment cannot do: a retry gives the
-    /// same error; fix the task.
-    Task,
-    /// The agent could not be set up (its configuration, e.g. few-shot with no examples, or an
-    /// agent server that broke its protocol before the first turn). In records written before
-    /// `model_api` existed, also a model API failure.
-    Agent,
-    /// The model's API failed (rate limit, 5xx, timeout, unreachable, an answer not in its
-    /// protocol) after the agent's retries with backoff: `--resume` retries it.
-    ModelApi,
-}
+// Whose failure made an episode errored: defined with the errors it classifies, and found here
+// too, beside the records that carry it.
+pub use crate::error::ErrorCause;
 
 /// The one class each episode ends in (docs/results.md, "Outcome classes"). The first four
 /// groups enter the rates; the errored classes do not.

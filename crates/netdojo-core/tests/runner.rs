@@ -36,7 +36,8 @@ impl Environment for Counter {
     }
     async fn execute(&mut self, call: &ToolCall) -> Result<Observation, EnvError> {
         if self.fail_on_execute {
-            return Err(EnvError::Runtime { env: "counter".into(), message: "daemon died".into() });
+            return Err(EnvError::runtime("counter", "daemon died")
+                .with_source(std::io::Error::other("vtysh: connection refused")));
         }
         self.value += call.arguments["by"].as_i64().unwrap_or(0);
         Ok(Observation::ok(call, self.value.to_string(), None))
@@ -275,7 +276,15 @@ async fn failures_outside_the_agent_mark_the_episode_errored_and_keep_its_steps(
     let (runner, _) = runner_failing();
     let (record, _) = runner.run_episode(&task("b", 2)).await;
     assert_eq!(record.status, EpisodeStatus::Errored);
-    assert!(record.error.as_deref().unwrap_or("").contains("environment `counter`: daemon died"));
+    assert!(
+        record
+            .error
+            .as_deref()
+            .unwrap_or("")
+            .contains("environment `counter`: daemon died: vtysh: connection refused"),
+        "the record keeps the cause under the environment's error: {:?}",
+        record.error
+    );
     assert_eq!(record.cause, Some(ErrorCause::Infrastructure));
     assert_eq!(record.class, Some(EpisodeClass::EnvironmentFailure));
     let line = serde_json::to_value(&record).expect("record as JSON");
@@ -388,9 +397,9 @@ async fn a_model_api_failure_is_left_for_resume_to_retry() {
 
 #[test]
 fn errors_say_whose_they_are_and_old_records_still_read() {
-    let task = EnvError::Task { env: "e".into(), task_id: "t".into(), message: "bad topology".into() };
+    let task = EnvError::task("e", "t", "bad topology");
     assert_eq!(task.cause(), ErrorCause::Task);
-    let down = EnvError::Setup { env: "e".into(), message: "no FRR".into() };
+    let down = EnvError::setup("e", "no FRR");
     assert_eq!(down.cause(), ErrorCause::Infrastructure);
     // A record written before `cause` existed.
     let old = json!({"task_id": "a", "application": "x", "level": 1, "label": "l", "agent": "a",

@@ -418,11 +418,7 @@ fn answer_of(kind: &str, data: &Value) -> Value {
 impl CodeEnv {
     fn outcome(&self, task: &Task) -> Result<Outcome, EnvError> {
         let TaskKind::Constructive { actions, answer: expected, .. } = &task.kind else {
-            return Err(EnvError::Task {
-                env: ENV.into(),
-                task_id: task.id.clone(),
-                message: "dcgraph runs constructive tasks only".into(),
-            });
+            return Err(EnvError::task(ENV, task.id.clone(), "dcgraph runs constructive tasks only"));
         };
         let mut export = json!({"keying": self.factory.keying});
         let mut checks = Vec::new();
@@ -502,11 +498,8 @@ impl Environment for CodeEnv {
             (self.factory.python.clone(), self.factory.graph_json.clone(), self.factory.limits);
         let run = tokio::task::spawn_blocking(move || run_code(&python, &graph, &code, limits))
             .await
-            .map_err(|e| EnvError::Runtime {
-                env: ENV.into(),
-                message: format!("the code runner's thread: {e}"),
-            })?
-            .map_err(|e| EnvError::Runtime { env: ENV.into(), message: e.to_string() })?;
+            .map_err(|e| EnvError::runtime(ENV, "the code runner's thread").with_source(e))?
+            .map_err(|e| EnvError::runtime(ENV, "running the code").with_source(e))?;
         let observation = match &run {
             CodeRun::Returned { latency_s, kind, data, updated_graph, printed } => {
                 let mut text = format!("process_graph ran in {latency_s:.3} s and returned type {kind}");

@@ -95,15 +95,15 @@ pub(crate) fn check_base(base: &Graph, source: &GraphSource, task: &Task) -> Res
     if let Some(want) = task.setup.get("base_digest").and_then(Value::as_str)
         && want != base.digest_hex()
     {
-        return Err(EnvError::Task {
-            env: ENV.into(),
-            task_id: task.id.clone(),
-            message: format!(
+        return Err(EnvError::task(
+            ENV,
+            task.id.clone(),
+            format!(
                 "the task was generated on a graph with digest {want}, but this environment's graph ({}) has digest {}",
                 source.describe(),
                 base.digest_hex()
             ),
-        });
+        ));
     }
     Ok(())
 }
@@ -230,11 +230,7 @@ impl DcGraphEnv {
     /// The goal checks (and export) for `task` given the agent's `answer`.
     pub fn outcome(&self, task: &Task, answer: Option<&Value>) -> Result<Outcome, EnvError> {
         let TaskKind::Constructive { actions, answer: expected, goal } = &task.kind else {
-            return Err(EnvError::Task {
-                env: ENV.into(),
-                task_id: task.id.clone(),
-                message: "dcgraph runs constructive tasks only".into(),
-            });
+            return Err(EnvError::task(ENV, task.id.clone(), "dcgraph runs constructive tasks only"));
         };
         let mut checks = Vec::new();
         if let Some(expected) = expected {

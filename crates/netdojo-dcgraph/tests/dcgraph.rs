@@ -14,8 +14,7 @@ const MALT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data/ma
 /// The real file, or `None` (with the reason printed) when it is absent outside CI.
 fn real() -> Option<Graph> {
     if !Path::new(MALT).exists() {
-        assert!(std::env::var_os("CI").is_none(), "{MALT} is missing");
-        eprintln!("skipping: {MALT} is missing");
+        netdojo_testkit::skip_or_fail_under_ci("the real MALT model's tests", format!("{MALT} is missing"));
         return None;
     }
     Some(malt::load(MALT).expect("the MALT file loads"))
@@ -374,7 +373,7 @@ mod code {
     use serde_json::{Value, json};
 
     fn python_or_skip(what: &str) -> Option<Python> {
-        let why = if !nix_root() {
+        let why = if !netdojo_testkit::is_root() {
             "needs root (the jail makes namespaces)".to_string()
         } else if let Err(e) = netdojo_jail::binary() {
             e.to_string()
@@ -384,18 +383,8 @@ mod code {
                 Err(e) => e.to_string(),
             }
         };
-        assert!(std::env::var_os("CI").is_none(), "{what}: {why}");
-        eprintln!("skipping {what}: {why}");
+        netdojo_testkit::skip_or_fail_under_ci(what, why);
         None
-    }
-
-    fn nix_root() -> bool {
-        std::fs::read_to_string("/proc/self/status")
-            .ok()
-            .and_then(|s| {
-                s.lines().find(|l| l.starts_with("Uid:")).map(|l| l.split_whitespace().nth(2) == Some("0"))
-            })
-            .unwrap_or(false)
     }
 
     /// A switch with one port, as node-link data.

@@ -82,15 +82,15 @@ impl Gns3Options {
 }
 
 fn setup_err(message: String) -> EnvError {
-    EnvError::Setup { env: ENV.into(), message }
+    EnvError::setup(ENV, message)
 }
 
 fn runtime_err(message: String) -> EnvError {
-    EnvError::Runtime { env: ENV.into(), message }
+    EnvError::runtime(ENV, message)
 }
 
 fn task_err(task: &Task, message: String) -> EnvError {
-    EnvError::Task { env: ENV.into(), task_id: task.id.clone(), message }
+    EnvError::task(ENV, task.id.clone(), message)
 }
 
 fn config_of(task: &Task) -> Result<&ConfigTask, EnvError> {

@@ -24,19 +24,11 @@ mod common {
 
     /// The GNS3 server of the tests, or None (with the reason printed) off CI.
     pub fn server_url(what: &str) -> Option<String> {
-        match std::env::var("NETDOJO_GNS3_URL") {
-            Ok(url) if !url.trim().is_empty() => Some(url),
-            _ => {
-                assert!(
-                    std::env::var_os("CI").is_none(),
-                    "{what}: NETDOJO_GNS3_URL must be set in CI (.ci/run starts a server with .ci/gns3-server.sh)"
-                );
-                eprintln!(
-                    "skipping {what}: NETDOJO_GNS3_URL is not set (start a server: bash .ci/gns3-server.sh start DIR)"
-                );
-                None
-            }
-        }
+        netdojo_testkit::env_or_skip(
+            "NETDOJO_GNS3_URL",
+            what,
+            "start a server: bash .ci/gns3-server.sh start DIR; .ci/run does",
+        )
     }
 }
 

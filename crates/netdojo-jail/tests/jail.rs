@@ -12,12 +12,7 @@ use netdojo_jail::{Profile, SETUP_EXIT, SETUP_FAILED, Spec};
 const JAIL: &str = env!("CARGO_BIN_EXE_netdojo-jail");
 
 fn root_or_skip(what: &str) -> bool {
-    if nix::unistd::geteuid().is_root() {
-        return true;
-    }
-    assert!(std::env::var_os("CI").is_none(), "{what} needs root, and CI must provide it");
-    eprintln!("skipping {what}: needs root (namespaces, mounts)");
-    false
+    netdojo_testkit::root_or_skip(what, "namespaces, mounts")
 }
 
 /// A network namespace of this test's own, deleted on drop.

@@ -153,8 +153,8 @@ impl K8sFactory {
                     .into(),
             });
         }
-        let swept =
-            netns::sweep().map_err(|e| EnvError::Setup { env: ENV.into(), message: e.to_string() })?;
+        let swept = netns::sweep()
+            .map_err(|e| EnvError::setup(ENV, "sweeping namespaces left by earlier runs").with_source(e))?;
         let kubectl = match std::env::var_os(KUBECTL_ENV) {
             Some(path) => Some(Self::check_kubectl(PathBuf::from(path))?),
             None => None,
@@ -166,13 +166,13 @@ impl K8sFactory {
         use std::os::unix::fs::PermissionsExt;
         match std::fs::metadata(&path) {
             Ok(m) if m.is_file() && m.permissions().mode() & 0o111 != 0 && path.is_absolute() => Ok(path),
-            _ => Err(EnvError::Setup {
-                env: ENV.into(),
-                message: format!(
+            _ => Err(EnvError::setup(
+                ENV,
+                format!(
                     "{KUBECTL_ENV}={}: not an absolute path to an executable kubectl (`bash .ci/kubectl` installs one and prints its path)",
                     path.display()
                 ),
-            }),
+            )),
         }
     }
 
@@ -195,7 +195,7 @@ impl K8sFactory {
     pub async fn kube(options: crate::kube_driver::KubeOptions) -> Result<Self, EnvError> {
         let client = crate::kube_driver::connect(&options)
             .await
-            .map_err(|e| EnvError::Setup { env: ENV.into(), message: e.to_string() })?;
+            .map_err(|e| EnvError::setup(ENV, "connecting to the Kubernetes cluster").with_source(e))?;
         Ok(Self { at: Where::Kube(client, options), swept: netns::Swept::default(), kubectl: None })
     }
 
@@ -265,12 +265,12 @@ pub struct K8sEnv {
 }
 
 fn runtime(message: impl std::fmt::Display) -> EnvError {
-    EnvError::Runtime { env: ENV.into(), message: message.to_string() }
+    EnvError::runtime(ENV, message.to_string())
 }
 
 impl K8sEnv {
     fn task_err(&self, message: String) -> EnvError {
-        EnvError::Task { env: ENV.into(), task_id: self.task_id.clone(), message }
+        EnvError::task(ENV, self.task_id.clone(), message)
     }
 
     fn state(&mut self) -> Result<&mut State, EnvError> {
@@ -375,7 +375,7 @@ impl Environment for K8sEnv {
         let targets = engine::targets(&workload);
         let mut cluster = Backend::start(&self.at, workload, &store.policies())
             .await
-            .map_err(|message| EnvError::Setup { env: ENV.into(), message })?;
+            .map_err(|message| EnvError::setup(ENV, message))?;
         // A real cluster gives the pods their IPs: the truth table uses them (ipBlocks).
         let workload = cluster.workload().clone();
         let expected = engine::truth_table(&original, &workload, &targets);
@@ -399,7 +399,8 @@ impl Environment for K8sEnv {
                     Ok(api) => Some(api),
                     Err(e) => {
                         cluster.teardown().await;
-                        return Err(EnvError::Setup { env: ENV.into(), message: e.to_string() });
+                        return Err(EnvError::setup(ENV, "starting the agent's API server for kubectl")
+                            .with_source(e));
                     }
                 }
             }

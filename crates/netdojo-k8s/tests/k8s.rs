@@ -6,15 +6,8 @@ mod cluster {
     use netdojo_k8s::{engine, random};
     use rand::SeedableRng;
 
-    /// True when the test can run. Without root it skips with a printed reason, unless `CI` is
-    /// set: CI runs as root, so a missing privilege there is a failure, not a skip.
     pub fn root_or_skip(what: &str) -> bool {
-        if nix::unistd::geteuid().is_root() {
-            return true;
-        }
-        assert!(std::env::var_os("CI").is_none(), "{what}: needs root, and CI must run these tests as root");
-        eprintln!("skipping {what}: needs root (network namespaces, nftables)");
-        false
+        netdojo_testkit::root_or_skip(what, "network namespaces, nftables")
     }
 
     /// The random policy sets the real-network property test runs when
@@ -305,8 +298,7 @@ mod real_cluster {
         match kube_driver::connect(&options).await {
             Ok(client) => Some((client, options)),
             Err(e) => {
-                assert!(std::env::var_os("CI").is_none(), "{what}: KUBECONFIG is set under CI but: {e}");
-                eprintln!("skipping {what}: {e}");
+                netdojo_testkit::skip_or_fail_under_ci(what, format!("KUBECONFIG is set but: {e}"));
                 None
             }
         }
@@ -393,19 +385,12 @@ mod apiserver {
     /// The kubectl binary, or `None` with a printed reason (never under CI, where .ci/run
     /// installs it).
     pub fn kubectl_or_skip(what: &str) -> Option<PathBuf> {
-        match std::env::var_os("NETDOJO_KUBECTL") {
-            Some(p) => Some(PathBuf::from(p)),
-            None => {
-                assert!(
-                    std::env::var_os("CI").is_none(),
-                    "{what}: NETDOJO_KUBECTL must be set under CI (.ci/run sets it from .ci/kubectl)"
-                );
-                eprintln!(
-                    "skipping {what}: NETDOJO_KUBECTL is not set (`export NETDOJO_KUBECTL=$(bash .ci/kubectl)`)"
-                );
-                None
-            }
-        }
+        netdojo_testkit::env_or_skip(
+            "NETDOJO_KUBECTL",
+            what,
+            "`export NETDOJO_KUBECTL=$(bash .ci/kubectl)`; .ci/run sets it",
+        )
+        .map(PathBuf::from)
     }
 
     pub struct Kubectl {

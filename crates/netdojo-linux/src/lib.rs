@@ -16,12 +16,14 @@
 //! - [`containment`]: the hostile corpus and the judge of the containment suite (tests).
 //! - [`preflight`]: what the machine must offer (root, FRRouting), asked in one place.
 //! - [`routing`]: the routing application: topology from a seed, fault catalogue, tasks, env.
+//! - [`error`]: [`error::NetworkError`], what building a network (fresh or from the pool) fails with.
 
 /// The kernel jail every agent command, vtysh call and FRR daemon runs in.
 pub use netdojo_jail as jail;
 
 pub mod conntrack;
 pub mod containment;
+pub mod error;
 pub mod exec;
 pub mod frr;
 pub mod hostcheck;

@@ -20,25 +20,14 @@ use rtnetlink::packet_route::link::{
 };
 use rtnetlink::{Handle, LinkBridge, LinkMessageBuilder, LinkUnspec, LinkVeth, RouteMessageBuilder};
 
-use crate::frr::{Frr, FrrError};
-use crate::netns::{self, Episode, NetnsError};
+use crate::frr::Frr;
+use crate::netns::{self, Episode};
 use crate::pingmesh::{self, Matrix, Pinger};
 use crate::pool::{PoolHandle, Warm};
 use crate::topology::{Cidr, NodeKind, Topology};
 
-#[derive(Debug, thiserror::Error)]
-pub enum NetworkError {
-    #[error(transparent)]
-    Netns(#[from] NetnsError),
-    #[error("building `{what}`: {message}")]
-    Build { what: String, message: String },
-    #[error("network not ready after {waited:?}: {down}")]
-    NotReady { waited: Duration, down: String },
-    #[error("no tokio runtime: networks are built from async code")]
-    NoRuntime,
-    #[error(transparent)]
-    Frr(#[from] FrrError),
-}
+// Defined below this module and `pool`, which both fail with it.
+pub use crate::error::NetworkError;
 
 fn build_err(what: impl Into<String>) -> impl FnOnce(rtnetlink::Error) -> NetworkError {
     let what = what.into();

@@ -27,9 +27,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
+use crate::error::NetworkError;
 use crate::frr::{Frr, FrrError};
 use crate::netns::{self, Episode};
-use crate::network::NetworkError;
 
 /// The host name of an idle router (the daemons' and its UTS namespace's).
 pub const IDLE_HOSTNAME: &str = "pooled";

@@ -17,7 +17,7 @@ use crate::tools::DONE;
 pub const ENV: &str = "mcp-client";
 
 fn err(message: impl Into<String>) -> EnvError {
-    EnvError::Runtime { env: ENV.into(), message: message.into() }
+    EnvError::runtime(ENV, message)
 }
 
 /// One connection to an MCP server, used as one episode's environment.
@@ -32,19 +32,19 @@ impl McpEnvironment {
     /// Connects over streamable HTTP.
     pub async fn connect_http(url: &str) -> Result<Self, EnvError> {
         install_crypto_provider();
-        let client = ()
-            .serve(StreamableHttpClientTransport::from_uri(url.to_string()))
-            .await
-            .map_err(|e| EnvError::Setup { env: ENV.into(), message: format!("connecting to {url}: {e}") })?;
+        let client =
+            ().serve(StreamableHttpClientTransport::from_uri(url.to_string()))
+                .await
+                .map_err(|e| EnvError::setup(ENV, format!("connecting to {url}")).with_source(e))?;
         Self::from_client(client).await
     }
 
     /// Starts `command` and speaks MCP on its stdio.
     pub async fn connect_stdio(command: tokio::process::Command) -> Result<Self, EnvError> {
-        let setup = |m: String| EnvError::Setup { env: ENV.into(), message: m };
-        let child =
-            TokioChildProcess::new(command).map_err(|e| setup(format!("starting the server: {e}")))?;
-        let client = ().serve(child).await.map_err(|e| setup(format!("MCP handshake: {e}")))?;
+        let setup = |m: String| EnvError::setup(ENV, m);
+        let child = TokioChildProcess::new(command)
+            .map_err(|e| setup("starting the server".into()).with_source(e))?;
+        let client = ().serve(child).await.map_err(|e| setup("MCP handshake".into()).with_source(e))?;
         Self::from_client(client).await
     }
 

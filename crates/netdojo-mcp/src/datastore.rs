@@ -14,8 +14,8 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::sync::{Mutex, broadcast};
 
-use crate::device::{Changed, Event, NETCONF_STREAM, Pending, Settings, confirm_within, send_event};
 use crate::error::NetError;
+use crate::model::{Changed, Event, NETCONF_STREAM, Pending, Settings, confirm_within, send_event};
 use crate::redact::redact;
 
 /// One commit of a device's history.

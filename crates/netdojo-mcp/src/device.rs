@@ -25,29 +25,11 @@ use tokio::task::JoinHandle;
 use crate::error::NetError;
 use crate::gns3::{self, Gns3Device};
 use crate::linux::{self, LinuxDevice};
+use crate::model::{self, Pending, confirm_within, send_event};
 use crate::redact::redact;
-use crate::tools;
 
-/// What every device of a server shares.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Settings {
-    /// The longest a confirmed commit may wait for its confirmation (§3 `rollbackTimeout`).
-    pub rollback_timeout: Duration,
-    /// Commands one `network.cli.configure` call may carry (§3 `maxBulkEdit`).
-    pub max_bulk_edit: usize,
-    /// How long one show command may run.
-    pub exec_timeout: Duration,
-}
-
-impl Default for Settings {
-    fn default() -> Self {
-        Self {
-            rollback_timeout: Duration::from_secs(300),
-            max_bulk_edit: 1000,
-            exec_timeout: Duration::from_secs(10),
-        }
-    }
-}
+// The shared vocabulary, also under this module's name (where it lived first).
+pub use crate::model::{Changed, Event, NETCONF_STREAM, SYSLOG_STREAM, Settings};
 
 /// The daemons whose YANG modules a device advertises, and which daemon serves a module.
 const YANG_DAEMONS: [&str; 5] = ["zebra", "staticd", "ripd", "ospfd", "bgpd"];
@@ -94,62 +76,11 @@ fn module_daemon(module: &str) -> Option<&'static str> {
     })
 }
 
-/// What a device event changed, so that a server knows which resources to announce.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Changed {
-    /// The running configuration (and so, possibly, interfaces and routes); the candidate too
-    /// when a commit consumed it.
-    Running,
-    /// The candidate only.
-    Candidate,
-}
-
-/// The stream of configuration changes and confirmed-commit events that NETCONF reports in
-/// its `NETCONF` stream (RFC 6470 `netconf-config-change`, `netconf-confirmed-commit`),
-/// produced here by the device layer that owns commits.
-pub const NETCONF_STREAM: &str = "netconf-stream";
-/// The stream of what a device's daemons log (an FRR router's; a Linux node's kernel log is
-/// the host's, not the node's, so it has none).
-pub const SYSLOG_STREAM: &str = "syslog";
-
 /// How often an FRR router's daemon logs are read for the syslog stream.
 const SYSLOG_POLL: Duration = Duration::from_millis(500);
 
-/// An event of a device, as the MCP server translates it into notifications (§3
-/// `notificationStream`).
-#[derive(Debug, Clone, Serialize)]
-pub struct Event {
-    pub device: String,
-    /// [`NETCONF_STREAM`] or [`SYSLOG_STREAM`].
-    pub stream: &'static str,
-    /// `netconf-config-change`, `netconf-confirmed-commit` or `syslog`.
-    pub event: &'static str,
-    /// An MCP logging level: `info`, `notice`, `warning`, `error`.
-    pub level: &'static str,
-    pub changed: Option<Changed>,
-    /// What happened, redacted.
-    pub data: Value,
-}
-
 /// How many events a slow listener may fall behind before it misses some.
 const EVENT_BACKLOG: usize = 256;
-
-/// Tells the listeners (MCP sessions) of an event of `device`, its data redacted; nobody
-/// listening is fine.
-pub(crate) fn send_event(
-    events: &broadcast::Sender<Event>,
-    device: &str,
-    stream: &'static str,
-    event: &'static str,
-    level: &'static str,
-    changed: Option<Changed>,
-    data: &Value,
-) {
-    let mut data = crate::redact::redact_json(data);
-    data["device"] = json!(device);
-    let _ = events.send(Event { device: device.to_string(), stream, event, level, changed, data });
-}
 
 /// Forwards the new lines of `device`'s daemon logs as [`SYSLOG_STREAM`] events, until the
 /// network is gone. A line with an FRR error code (FRR's errors and warnings) is a `warning`,
@@ -187,46 +118,6 @@ pub struct Commit {
     pub before: String,
     #[serde(skip)]
     pub after: String,
-}
-
-/// A confirmed commit waiting for its confirmation.
-#[derive(Debug)]
-pub(crate) struct Pending {
-    pub(crate) commit: u64,
-    /// Rolls the commit back when it fires; aborted by the confirmation.
-    pub(crate) timer: JoinHandle<()>,
-}
-
-/// Starts the wait of confirmed commit `id` of `device`: `expire` runs after `wait` unless the
-/// returned timer is aborted first. Tells the start (RFC 6470 `netconf-confirmed-commit`) and
-/// puts the wait into the commit's `answer`.
-pub(crate) fn confirm_within(
-    events: &broadcast::Sender<Event>,
-    device: &str,
-    id: u64,
-    wait: Duration,
-    expire: impl std::future::Future<Output = ()> + Send + 'static,
-    answer: &mut Value,
-) -> Pending {
-    let timer = tokio::spawn(async move {
-        tokio::time::sleep(wait).await;
-        expire.await;
-    });
-    send_event(
-        events,
-        device,
-        NETCONF_STREAM,
-        "netconf-confirmed-commit",
-        "info",
-        None,
-        &json!({"confirm-event": "start", "commit": id, "timeout_s": wait.as_secs_f64()}),
-    );
-    answer["rollback_in_s"] = json!(wait.as_secs_f64());
-    answer["message"] = json!(format!(
-        "committed; call network.commit again within {:.0} s to confirm, or it rolls back",
-        wait.as_secs_f64()
-    ));
-    Pending { commit: id, timer }
 }
 
 #[derive(Debug, Default)]
@@ -893,8 +784,8 @@ impl Device {
     /// Whether the device backs `tool` (`_meta.available` in tools/list).
     pub fn offers(&self, tool: &str) -> bool {
         match self {
-            Self::Frr(_) => tool != tools::YANG_EDIT,
-            Self::Linux(_) | Self::Gns3(_) => ![tools::YANG_GET, tools::YANG_EDIT].contains(&tool),
+            Self::Frr(_) => tool != model::YANG_EDIT,
+            Self::Linux(_) | Self::Gns3(_) => ![model::YANG_GET, model::YANG_EDIT].contains(&tool),
         }
     }
 
@@ -969,7 +860,7 @@ impl Device {
                 "device {}: network.yang.get is not available ({what} has no YANG datastore); use network.cli.exec",
                 self.name()
             ),
-            details: json!({"available": false, "use": tools::EXEC}),
+            details: json!({"available": false, "use": model::EXEC}),
         })
     }
 

@@ -238,7 +238,7 @@ impl Environment for McpEnv {
 
     async fn reset(&mut self, task: &Task) -> Result<String, EnvError> {
         let env = env_name(task);
-        let setup_err = |e: NetError| EnvError::Setup { env: env.into(), message: e.to_string() };
+        let setup_err = |e: NetError| EnvError::setup(env, "discovering the devices").with_source(e);
         let (network, kinds) = match &mut self.inner {
             Inner::Netconf(inner) => {
                 inner.reset(task).await?;
@@ -257,10 +257,9 @@ impl Environment for McpEnv {
                 return Ok(self.publish(devices, brief));
             }
         };
-        let net = network.and_then(|w| w.upgrade()).ok_or_else(|| EnvError::Setup {
-            env: env.into(),
-            message: "the network is not up after reset".into(),
-        })?;
+        let net = network
+            .and_then(|w| w.upgrade())
+            .ok_or_else(|| EnvError::setup(env, "the network is not up after reset"))?;
         let devices = Devices::discover_kinds(&net, self.settings, kinds).await.map_err(setup_err)?;
         drop(net);
         let brief = match &self.inner {
@@ -272,7 +271,7 @@ impl Environment for McpEnv {
 
     async fn execute(&mut self, call: &ToolCall) -> Result<Observation, EnvError> {
         let Some(devices) = &self.devices else {
-            return Err(EnvError::Runtime { env: ENV.into(), message: "no network: reset first".into() });
+            return Err(EnvError::runtime(ENV, "no network: reset first"));
         };
         let result = tools::dispatch(devices, &call.name, &call.arguments).await;
         match &result {
@@ -377,13 +376,13 @@ impl McpFactory {
         settings: Settings,
     ) -> Result<(Self, watch::Receiver<Option<Live>>), EnvError> {
         if is_gns3(task) {
-            return Err(EnvError::Setup {
-                env: GNS3_ENV.into(),
-                message: format!(
+            return Err(EnvError::setup(
+                GNS3_ENV,
+                format!(
                     "task {} runs on a GNS3 server (it has `setup.gns3`): give the server's URL (--gns3-url)",
                     task.id
                 ),
-            });
+            ));
         }
         if !is_routing(task) {
             return Self::new(settings);
@@ -435,10 +434,10 @@ impl EnvironmentFactory for McpFactory {
             Backend::Netconf if !is_routing(task) && !is_gns3(task) => Inner::Netconf(Box::default()),
             Backend::Gns3(factory) if is_gns3(task) => Inner::Gns3(Box::new(factory.create_env().await?)),
             _ => {
-                return Err(EnvError::Setup {
-                    env: self.name().into(),
-                    message: format!("task {} is not of this environment's kind", task.id),
-                });
+                return Err(EnvError::setup(
+                    self.name(),
+                    format!("task {} is not of this environment's kind", task.id),
+                ));
             }
         };
         Ok(Box::new(McpEnv {

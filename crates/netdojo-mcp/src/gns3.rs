@@ -22,8 +22,8 @@ use serde_json::{Value, json};
 use tokio::sync::{Mutex, broadcast};
 
 use crate::datastore::{self, Backend, Datastore, config_changed, result};
-use crate::device::{Changed, Event, Settings};
 use crate::error::NetError;
+use crate::model::{Changed, Event, Settings};
 use crate::redact::redact;
 
 /// §3 `cliDialect` of a GNS3 node.

@@ -7,6 +7,9 @@
 //! - [`linux`]: one plain Linux node (iproute2) as a network device, its commands through
 //!   netdojo-linux's agent sandbox; [`linux_state`]: its state read, put back and compared,
 //!   for rollbacks.
+//! - [`model`]: what every device kind shares (settings, events, the confirmed-commit timer,
+//!   the tools' names), below them all: the modules import one way, `model`, `datastore`,
+//!   the device kinds, [`Device`], `tools`, `server`, `transport` (docs/mcp.md).
 //! - [`datastore`]: the candidate, commit history, confirmed-commit timer and rollback of the
 //!   devices that roll back by snapshot and restore (Linux, GNS3).
 //! - [`gns3`]: one GNS3 node (Cisco IOS, VPCS) as a network device, over the console
@@ -36,6 +39,7 @@ pub mod gns3;
 pub mod jsonrpc;
 pub mod linux;
 pub mod linux_state;
+pub mod model;
 pub mod redact;
 pub mod serve;
 pub mod server;
@@ -43,9 +47,10 @@ pub mod tools;
 pub mod transport;
 pub mod yang_path;
 
-pub use device::{Device, Devices, Flavor, FrrDevice, Kinds, Settings};
+pub use device::{Device, Devices, Flavor, FrrDevice, Kinds};
 pub use episode::{Episode, EpisodeLink, Finished, Live};
 pub use error::NetError;
 pub use gns3::Gns3Device;
 pub use linux::LinuxDevice;
+pub use model::Settings;
 pub use server::{NetworkServer, Role};

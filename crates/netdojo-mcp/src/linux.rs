@@ -24,9 +24,9 @@ use serde_json::{Value, json};
 use tokio::sync::{Mutex, broadcast};
 
 use crate::datastore::{self, Backend, Datastore, result};
-use crate::device::{Event, Settings};
 use crate::error::NetError;
 use crate::linux_state::{self, Snapshot};
+use crate::model::{Event, Settings};
 use crate::redact::redact;
 
 /// The CLI dialect a Linux device speaks (§3 `cliDialect`).

@@ -9,14 +9,9 @@ use serde_json::{Value, json};
 use crate::device::{Device, Devices, Flavor, Settings};
 use crate::error::NetError;
 
-pub const EXEC: &str = "network.cli.exec";
-pub const CONFIGURE: &str = "network.cli.configure";
-pub const YANG_GET: &str = "network.yang.get";
-pub const YANG_EDIT: &str = "network.yang.edit";
-pub const COMMIT: &str = "network.commit";
-pub const ROLLBACK: &str = "network.rollback";
-pub const PULL: &str = "network.file.pull";
-pub const PUSH: &str = "network.file.push";
+// The names live in `model`, below the devices that answer for them.
+pub use crate::model::{COMMIT, CONFIGURE, EXEC, PULL, PUSH, ROLLBACK, YANG_EDIT, YANG_GET};
+
 /// The tool an external agent ends its episode with (it becomes the runner's `finish`).
 pub const DONE: &str = "done";
 

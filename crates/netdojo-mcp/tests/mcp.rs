@@ -19,7 +19,7 @@ mod common {
 
     use netdojo_core::runner::{Budget, Runner};
     use netdojo_core::store::RunDir;
-    use netdojo_core::{Scorer, StaticSuite, Task, TaskSource};
+    use netdojo_core::{Scorer, Task};
     use netdojo_mcp::episode::run_config;
     use netdojo_mcp::{Episode, Finished, Role, Settings};
     use rmcp::ServiceExt;
@@ -38,11 +38,10 @@ mod common {
         if root && frr {
             return true;
         }
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{what}: CI must run as root with FRRouting and frr-pythontools installed"
+        netdojo_testkit::skip_or_fail_under_ci(
+            what,
+            "needs root and FRRouting with frr-pythontools (apt-get install frr frr-pythontools)",
         );
-        eprintln!("skipping {what}: needs root and FRRouting (apt-get install frr frr-pythontools)");
         false
     }
 
@@ -51,8 +50,7 @@ mod common {
     }
 
     pub fn task(id: &str) -> Task {
-        let suite = StaticSuite::load(suite().join(format!("{id}.json"))).expect("task loads");
-        suite.tasks().next().expect("one task").expect("valid task")
+        netdojo_testkit::static_task(&format!("netconf/{id}.json"))
     }
 
     pub fn scorers() -> Vec<Box<dyn Scorer>> {
@@ -900,11 +898,11 @@ mod python_sdk {
         if !ready("Python SDK interop") {
             return;
         }
-        let Some(python) = std::env::var_os("NETDOJO_MCP_PYTHON") else {
-            assert!(std::env::var_os("CI").is_none(), "CI must set NETDOJO_MCP_PYTHON (.ci/mcp-python-sdk)");
-            eprintln!(
-                "skipping the Python SDK test: set NETDOJO_MCP_PYTHON to a python with `mcp` (bash .ci/mcp-python-sdk)"
-            );
+        let Some(python) = netdojo_testkit::env_or_skip(
+            "NETDOJO_MCP_PYTHON",
+            "the Python SDK test",
+            "a python with `mcp`: NETDOJO_MCP_PYTHON=$(bash .ci/mcp-python-sdk DIR); .ci/run sets it",
+        ) else {
             return;
         };
         let http = http(task("static-route"), Settings::default(), Role::ReadOnly).await;
@@ -950,14 +948,13 @@ mod typescript_sdk {
         if !ready(what) {
             return None;
         }
-        let Some(dir) = std::env::var_os(VAR) else {
-            assert!(std::env::var_os("CI").is_none(), "CI must set {VAR} (.ci/mcp-typescript-sdk)");
-            eprintln!(
-                "skipping {what}: set {VAR} to a node_modules with @modelcontextprotocol/sdk \
-                 ({VAR}=$(bash .ci/mcp-typescript-sdk))"
-            );
-            return None;
-        };
+        let dir = netdojo_testkit::env_or_skip(
+            VAR,
+            what,
+            &format!(
+                "a node_modules with @modelcontextprotocol/sdk: {VAR}=$(bash .ci/mcp-typescript-sdk); .ci/run sets it"
+            ),
+        )?;
         Some(PathBuf::from(dir))
     }
 
@@ -1916,12 +1913,7 @@ mod linux_devices {
     const INDEX: u64 = 8;
 
     fn root(what: &str) -> bool {
-        if nix::unistd::geteuid().is_root() {
-            return true;
-        }
-        assert!(std::env::var_os("CI").is_none(), "{what}: CI must run as root");
-        eprintln!("skipping {what}: needs root (network namespaces)");
-        false
+        netdojo_testkit::root_or_skip(what, "network namespaces")
     }
 
     fn task() -> Task {
@@ -2311,41 +2303,28 @@ mod gns3_devices {
     //! that roll back on their own, all-or-nothing commits, rollback, and a NetConfBench task
     //! solved over MCP scored as the built-in oracle is on the same server.
     use std::collections::BTreeMap;
-    use std::path::{Path, PathBuf};
+
     use std::sync::Arc;
     use std::time::Duration;
 
     use super::EIGHT;
     use super::common::*;
     use netdojo_core::runner::{Budget, Runner};
-    use netdojo_core::{StaticSuite, Task, TaskKind, TaskSource};
+    use netdojo_core::{Task, TaskKind};
     use serde_json::{Value, json};
 
     const TASK: &str = "vpcs-gateway";
 
     fn server(what: &str) -> Option<String> {
-        match std::env::var("NETDOJO_GNS3_URL") {
-            Ok(url) if !url.trim().is_empty() => Some(url),
-            _ => {
-                assert!(
-                    std::env::var_os("CI").is_none(),
-                    "{what}: NETDOJO_GNS3_URL must be set in CI (.ci/run starts a server with .ci/gns3-server.sh)"
-                );
-                eprintln!(
-                    "skipping {what}: NETDOJO_GNS3_URL is not set (start a server: bash .ci/gns3-server.sh start DIR)"
-                );
-                None
-            }
-        }
-    }
-
-    fn suite() -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/gns3")
+        netdojo_testkit::env_or_skip(
+            "NETDOJO_GNS3_URL",
+            what,
+            "start a server: bash .ci/gns3-server.sh start DIR; .ci/run does",
+        )
     }
 
     fn task() -> Task {
-        let suite = StaticSuite::load(suite().join(format!("{TASK}.json"))).expect("task loads");
-        suite.tasks().next().expect("one task").expect("valid task")
+        netdojo_testkit::static_task(&format!("gns3/{TASK}.json"))
     }
 
     fn error_code(v: &Value) -> i64 {

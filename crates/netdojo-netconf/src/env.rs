@@ -41,7 +41,7 @@ pub const CONVERGENCE: Duration = Duration::from_secs(10);
 pub const MAX_COMMANDS: usize = 1000;
 
 fn task_err(task: &Task, message: String) -> EnvError {
-    EnvError::Task { env: ENV.into(), task_id: task.id.clone(), message }
+    EnvError::task(ENV, task.id.clone(), message)
 }
 
 fn config_of(task: &Task) -> Result<&ConfigTask, EnvError> {
@@ -137,7 +137,7 @@ impl NetconfFactory {
         let mut factory = Self::new()?;
         factory.pool = Some(
             netdojo_linux::pool::FrrPool::new(router_spec())
-                .map_err(|e| EnvError::Setup { env: ENV.into(), message: e.to_string() })?,
+                .map_err(|e| EnvError::setup(ENV, "starting the warm pool of FRR routers").with_source(e))?,
         );
         Ok(factory)
     }
@@ -168,7 +168,8 @@ impl NetconfFactory {
                 why: "it is not installed (apt-get install frr)".into(),
             });
         }
-        netns::sweep().map_err(|e| EnvError::Setup { env: ENV.into(), message: e.to_string() })?;
+        netns::sweep()
+            .map_err(|e| EnvError::setup(ENV, "sweeping namespaces left by earlier runs").with_source(e))?;
         Ok(Self { pool: None })
     }
 }
@@ -251,7 +252,7 @@ impl NetconfEnv {
     }
 
     fn runtime(&self, message: String) -> EnvError {
-        EnvError::Runtime { env: ENV.into(), message }
+        EnvError::runtime(ENV, message)
     }
 
     fn net(&self) -> Result<&Network, EnvError> {
@@ -333,10 +334,8 @@ impl NetconfEnv {
             let initial = parse(&get(&self.initial), &get(&self.initial_linux))?;
             let final_config = parse(frr_final, &get(finals_linux))?;
             let mut expected = initial.clone();
-            let truth_err = |e: ConfigError| EnvError::Task {
-                env: ENV.into(),
-                task_id: self.task_id.clone(),
-                message: format!("ground truth of {device}: {e}"),
+            let truth_err = |e: ConfigError| {
+                EnvError::task(ENV, self.task_id.clone(), format!("ground truth of {device}")).with_source(e)
             };
             if let Some(commands) = task.ground_truth_configs.get(device) {
                 if self.ios.is_some() {
@@ -684,7 +683,7 @@ impl Environment for NetconfEnv {
         let (topology, setup) = topology_of(task)?;
         let (net, times) = Network::build_with(topology, self.pool.as_ref())
             .await
-            .map_err(|e| EnvError::Setup { env: ENV.into(), message: e.to_string() })?;
+            .map_err(|e| EnvError::setup(ENV, "building the network").with_source(e))?;
         self.phases = Phases {
             namespaces: times.namespaces,
             links: times.links + times.ready,
@@ -698,10 +697,7 @@ impl Environment for NetconfEnv {
         for (name, linux) in &setup {
             let ns = self.net()?.ns_name(name).map(str::to_string).unwrap_or_default();
             for line in linux {
-                let failed = |message: String| EnvError::Setup {
-                    env: ENV.into(),
-                    message: format!("{name}: `{line}`: {message}"),
-                };
+                let failed = |message: String| EnvError::setup(ENV, format!("{name}: `{line}`: {message}"));
                 let command = exec::trusted(line).map_err(|e| failed(e.to_string()))?;
                 let out = exec::run(&ns, &command, &exec::Policy::default())
                     .await

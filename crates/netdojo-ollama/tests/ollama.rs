@@ -6,26 +6,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use netdojo_core::{
-    Agent, AgentError, AgentFactory, EpisodeStart, Observation, Task, TaskKind, TokenUsage, ToolSpec,
-};
+use netdojo_core::{Agent, AgentError, AgentFactory, EpisodeStart, Observation, Task, TokenUsage, ToolSpec};
 use netdojo_llm::testing::{StubReply, StubServer};
 use netdojo_llm::{LlmAgentFactory, RetryPolicy, Sampling, Settings, Strategy, ToolMode};
 use netdojo_ollama::{OllamaChat, OllamaConfig};
 use serde_json::{Value, json};
 
 fn task() -> Task {
-    Task {
-        id: "t1".into(),
-        application: "routing".into(),
-        level: 1,
-        label: "test".into(),
-        domain: None,
-        seed: None,
-        query: "h1 cannot reach h3".into(),
-        setup: Value::Null,
-        kind: TaskKind::Constructive { actions: vec![], answer: None, goal: None },
-    }
+    netdojo_testkit::constructive_task("t1", "routing", "h1 cannot reach h3")
 }
 
 fn tools() -> Vec<ToolSpec> {

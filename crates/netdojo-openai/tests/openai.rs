@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use netdojo_core::{Agent, AgentError, AgentFactory, EpisodeStart, Observation, Task, TaskKind, ToolSpec};
+use netdojo_core::{Agent, AgentError, AgentFactory, EpisodeStart, Observation, Task, ToolSpec};
 use netdojo_llm::testing::{StubReply, StubServer};
 use netdojo_llm::{LlmAgentFactory, RetryPolicy, Sampling, Secret, Settings, Strategy, ToolMode};
 use netdojo_openai::{OpenAiChat, OpenAiConfig, ToolChoice};
@@ -17,19 +17,11 @@ const MODEL: &str = "smollm2-135m";
 /// The real server's base URL; `None` (with the reason printed) on a developer machine
 /// without one. CI starts one, so there its absence fails the test.
 fn server(test: &str) -> Option<String> {
-    match std::env::var("NETDOJO_LLM_BASE_URL") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ => {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "{test}: NETDOJO_LLM_BASE_URL is not set; CI starts the server with .ci/llm-server.sh"
-            );
-            eprintln!(
-                "skipping {test}: NETDOJO_LLM_BASE_URL is not set (start a server with `.ci/llm-server.sh install && .ci/llm-server.sh start`)"
-            );
-            None
-        }
-    }
+    netdojo_testkit::env_or_skip(
+        "NETDOJO_LLM_BASE_URL",
+        test,
+        "start a server with `.ci/llm-server.sh install && .ci/llm-server.sh start`; CI does",
+    )
 }
 
 fn config(base_url: &str) -> OpenAiConfig {
@@ -55,17 +47,7 @@ fn agent(config: OpenAiConfig, key: Option<Secret>, strategy: Strategy, tools: T
 }
 
 fn task() -> Task {
-    Task {
-        id: "t1".into(),
-        application: "routing".into(),
-        level: 1,
-        label: "test".into(),
-        domain: None,
-        seed: None,
-        query: "h1 cannot reach h3".into(),
-        setup: Value::Null,
-        kind: TaskKind::Constructive { actions: vec![], answer: None, goal: None },
-    }
+    netdojo_testkit::constructive_task("t1", "routing", "h1 cannot reach h3")
 }
 
 fn tools() -> Vec<ToolSpec> {

@@ -15,21 +15,8 @@ use serde_json::Value;
 use crate::overview::{Overview, Rate, Row, RunOverview, solved};
 use crate::{COST_METRIC, ReportError, Run, Site, svg};
 
-/// Text made safe for HTML text and attribute values (single- and double-quoted).
-pub fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
+// Shared with `svg`, which sits below this module.
+pub use crate::escape::esc;
 
 /// Text longer than this (lines or characters) is folded: shown whole, behind a click.
 const FOLD_LINES: usize = 40;

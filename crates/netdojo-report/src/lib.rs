@@ -11,6 +11,7 @@
 //! Everything that comes from a trajectory is the agent's text, hence hostile: every string is
 //! escaped where it is written ([`html::esc`]).
 
+mod escape;
 pub mod export;
 pub mod html;
 pub mod overview;

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use crate::html::esc;
+use crate::escape::esc;
 use crate::overview::Rate;
 
 const W: f64 = 440.0;

@@ -326,6 +326,49 @@ fn level_and_label_filters_select_the_generated_queries_they_name() {
 }
 
 #[test]
+fn a_run_written_before_the_format_field_reports_exports_and_resumes_and_an_unknown_major_is_refused() {
+    // testdata/runs/before-format: `cargo xtask eval --queries 4` of the commit before the run
+    // format's version, killed after three episodes (its fourth record, trajectory and summary
+    // removed).
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/runs/before-format");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let run = tmp.path().join("run");
+    fs::create_dir_all(run.join("trajectories")).expect("mkdir");
+    for entry in fs::read_dir(fixture.join("trajectories")).expect("the fixture's trajectories") {
+        let entry = entry.expect("entry");
+        fs::copy(entry.path(), run.join("trajectories").join(entry.file_name())).expect("copy");
+    }
+    for name in ["config.json", "episodes.jsonl"] {
+        fs::copy(fixture.join(name), run.join(name)).expect("copy");
+    }
+    let path = run.to_str().expect("path");
+    let report = ok(&["report", path]);
+    assert!(String::from_utf8_lossy(&report.stdout).contains("correct (95% CI)"));
+    ok(&["export", "--format", "jsonl", path]);
+    assert_eq!(lines(&run.join("episodes.export.jsonl")), 3);
+
+    ok(&["eval", "--quiet", "--resume", path]);
+    let episodes = fs::read_to_string(run.join("episodes.jsonl")).expect("episodes");
+    assert_eq!(episodes.lines().count(), 4, "the resumed run adds the missing episode");
+    assert!(episodes.lines().last().is_some_and(|l| l.starts_with(r#"{"format":"1.0","#)), "{episodes}");
+    assert_eq!(rows(&summary(&run)).last().expect("the overall row")["n"], 4);
+
+    // A run of a major version this netdojo does not know: every reader refuses, naming it.
+    let config = fs::read_to_string(run.join("config.json")).expect("config");
+    fs::write(run.join("config.json"), config.replacen('{', r#"{"format": "2.0","#, 1)).expect("write");
+    for args in [
+        &["report", path][..],
+        &["export", "--format", "jsonl", path],
+        &["eval", "--quiet", "--resume", path],
+    ] {
+        let out = xtask(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} read a run of format 2.0");
+        assert!(stderr.contains("config.json: this run is in run format 2.0"), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
 fn ctrl_c_finishes_the_episodes_in_flight_and_says_how_to_resume() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = tmp.path().join("run");

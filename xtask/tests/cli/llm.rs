@@ -23,17 +23,7 @@ const KEY_VAR: &str = "NETDOJO_TEST_API_KEY";
 const KEY: &str = "sk-netdojo-canary-7f3a9c1e5b";
 
 fn server(test: &str) -> Option<String> {
-    match std::env::var("NETDOJO_LLM_BASE_URL") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ => {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "{test}: NETDOJO_LLM_BASE_URL is not set; CI starts the server"
-            );
-            eprintln!("skipping {test}: NETDOJO_LLM_BASE_URL is not set (see .ci/llm-server.sh)");
-            None
-        }
-    }
+    netdojo_testkit::env_or_skip("NETDOJO_LLM_BASE_URL", test, "see .ci/llm-server.sh; CI starts the server")
 }
 
 /// Forwards 127.0.0.1:PORT to the server until stopped; every connection is cut on stop.

@@ -15,7 +15,17 @@ fn records(agent: &str, dir: &Path) -> Vec<serde_json::Value> {
     // timing testcases (QoS) run on a machine no busier than an ordinary eval's.
     let concurrency = if agent == "noop" { "8" } else { "4" };
     let out = Command::new(env!("CARGO_BIN_EXE_xtask"))
-        .args(["eval", "--env", "netconf", "--agent", agent, "--quiet", "--concurrency", concurrency, "--suite"])
+        .args([
+            "eval",
+            "--env",
+            "netconf",
+            "--agent",
+            agent,
+            "--quiet",
+            "--concurrency",
+            concurrency,
+            "--suite",
+        ])
         .arg(&suite)
         .arg("--out")
         .arg(dir)

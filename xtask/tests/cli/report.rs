@@ -131,8 +131,10 @@ fn records(run: &Path) -> Vec<EpisodeRecord> {
 fn chromium() -> Option<&'static str> {
     let found = Command::new("chromium").arg("--version").output().is_ok_and(|o| o.status.success());
     if !found {
-        assert!(std::env::var_os("CI").is_none(), "CI must install Debian's chromium (.ci/run)");
-        eprintln!("skipping the browser test: `chromium` is not installed (apt-get install chromium)");
+        netdojo_testkit::skip_or_fail_under_ci(
+            "the browser test",
+            "`chromium` is not installed (apt-get install chromium; .ci/run does)",
+        );
         return None;
     }
     Some("chromium")
@@ -248,16 +250,11 @@ fn the_html_report_opens_in_chromium_with_every_episode_and_no_console_message()
 
 /// The venv's python with inspect_ai, or a printed skip (a failure under CI).
 fn inspect_python() -> Option<String> {
-    match std::env::var("NETDOJO_INSPECT_PYTHON") {
-        Ok(p) if !p.is_empty() => Some(p),
-        _ => {
-            assert!(std::env::var_os("CI").is_none(), "CI must set NETDOJO_INSPECT_PYTHON (.ci/inspect-ai)");
-            eprintln!(
-                "skipping the inspect_ai test: set NETDOJO_INSPECT_PYTHON to a python with inspect_ai (bash .ci/inspect-ai)"
-            );
-            None
-        }
-    }
+    netdojo_testkit::env_or_skip(
+        "NETDOJO_INSPECT_PYTHON",
+        "the inspect_ai test",
+        "a python with inspect_ai: NETDOJO_INSPECT_PYTHON=$(bash .ci/inspect-ai); .ci/run sets it",
+    )
 }
 
 /// Reads the logs of a directory back the way `inspect view` lists and opens them.

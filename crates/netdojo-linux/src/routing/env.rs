@@ -46,8 +46,8 @@ impl RoutingFactory {
                 why: "every episode builds network namespaces, which needs root (CAP_SYS_ADMIN)".into(),
             });
         }
-        let swept =
-            netns::sweep().map_err(|e| EnvError::Setup { env: ENV.into(), message: e.to_string() })?;
+        let swept = netns::sweep()
+            .map_err(|e| EnvError::setup(ENV, "sweeping namespaces left by earlier runs").with_source(e))?;
         Ok(Self { options, swept })
     }
 
@@ -124,13 +124,11 @@ impl RoutingEnv {
     }
 
     fn task_err(&self, message: String) -> EnvError {
-        EnvError::Task { env: ENV.into(), task_id: self.task_id.clone(), message }
+        EnvError::task(ENV, self.task_id.clone(), message)
     }
 
     fn net(&self) -> Result<&Network, EnvError> {
-        self.net
-            .as_deref()
-            .ok_or_else(|| EnvError::Runtime { env: ENV.into(), message: "no network: reset first".into() })
+        self.net.as_deref().ok_or_else(|| EnvError::runtime(ENV, "no network: reset first"))
     }
 
     /// The pingmesh once the kernel has caught up with the latest link changes.
@@ -139,7 +137,7 @@ impl RoutingEnv {
         let pending = net
             .settle(std::time::Duration::from_secs(3))
             .await
-            .map_err(|e| EnvError::Runtime { env: ENV.into(), message: e.to_string() })?;
+            .map_err(|e| EnvError::runtime(ENV, "waiting for the links to settle").with_source(e))?;
         if !pending.is_empty() {
             tracing::warn!("task {}: links still settling after 3 s: {}", self.task_id, pending.join(", "));
         }
@@ -229,17 +227,14 @@ impl Environment for RoutingEnv {
         let faults = injections(task).map_err(|e| self.task_err(e.to_string()))?;
         let (net, _) = Network::build(layout.topology())
             .await
-            .map_err(|e| EnvError::Setup { env: ENV.into(), message: e.to_string() })?;
+            .map_err(|e| EnvError::setup(ENV, "building the network").with_source(e))?;
         self.net = Some(Arc::new(net));
         let healthy = self.mesh().await?;
         if !healthy.full() {
-            return Err(EnvError::Setup {
-                env: ENV.into(),
-                message: format!(
-                    "the healthy network is not fully reachable before any fault:\n{}",
-                    healthy.render()
-                ),
-            });
+            return Err(EnvError::setup(
+                ENV,
+                format!("the healthy network is not fully reachable before any fault:\n{}", healthy.render()),
+            ));
         }
         let router = self
             .net()?
@@ -250,7 +245,9 @@ impl Environment for RoutingEnv {
             for command in commands {
                 let output = exec::run_line(&router, command, &self.options.exec)
                     .await
-                    .map_err(|e| EnvError::Runtime { env: ENV.into(), message: e.to_string() })?
+                    .map_err(|e| {
+                        EnvError::runtime(ENV, format!("fault {fault}: running `{command}`")).with_source(e)
+                    })?
                     .map_err(|refusal| self.task_err(format!("fault {fault}: {refusal} (in `{command}`)")))?;
                 if output.status != Some(0) {
                     return Err(
@@ -291,7 +288,7 @@ impl Environment for RoutingEnv {
         };
         let output = exec::run(&ns, &command, &self.options.exec)
             .await
-            .map_err(|e| EnvError::Runtime { env: ENV.into(), message: e.to_string() })?;
+            .map_err(|e| EnvError::runtime(ENV, "running the agent's command").with_source(e))?;
         // A write that ran (exit 0) changed the network, for the check's §C.4 judgement.
         let wrote = exec::read_only(&command).is_err() && output.status == Some(0) && !output.timed_out;
         let mesh = self.observe_step(wrote).await?;

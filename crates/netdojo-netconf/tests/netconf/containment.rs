@@ -11,8 +11,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use netdojo_core::task::StaticSuite;
-use netdojo_core::{Environment, Task, TaskSource, ToolCall};
+use netdojo_core::{Environment, Task, ToolCall};
 use netdojo_linux::containment::{self, Case, Entry, Outcome, Run, Vars};
 use netdojo_linux::hostcheck;
 use netdojo_linux::network::Network;
@@ -28,9 +27,7 @@ fn ready(what: &str) -> bool {
 }
 
 fn task() -> Task {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/netconf/static-route.json");
-    let suite = StaticSuite::load(&path).expect("task loads");
-    suite.tasks().next().expect("one task").expect("valid")
+    netdojo_testkit::static_task("netconf/static-route.json")
 }
 
 fn net(env: &NetconfEnv) -> Arc<Network> {

@@ -2,14 +2,12 @@
 //! `execute-cmd` with `dialect: "linux"` reaches the router's namespace, and its read-only check
 //! holds against every way nft has of running a second command (`;`, a newline, a file).
 
-use std::path::Path;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use netdojo_core::task::StaticSuite;
 use netdojo_core::{
-    Agent, AgentError, AgentFactory, AgentTurn, Budget, EpisodeStart, Observation, Runner, Task, TaskSource,
-    ToolCall, Trajectory,
+    Agent, AgentError, AgentFactory, AgentTurn, Budget, EpisodeStart, Observation, Runner, Task, ToolCall,
+    Trajectory,
 };
 use netdojo_linux::preflight::{self, Need};
 use netdojo_netconf::NetconfFactory;
@@ -50,9 +48,7 @@ impl AgentFactory for Script {
 }
 
 fn static_route() -> Task {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/netconf/static-route.json");
-    let suite = StaticSuite::load(&path).expect("task loads");
-    suite.tasks().next().expect("one task").expect("valid")
+    netdojo_testkit::static_task("netconf/static-route.json")
 }
 
 async fn run(calls: Vec<ToolCall>) -> Trajectory {
