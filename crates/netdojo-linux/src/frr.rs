@@ -21,12 +21,7 @@ use tokio::process::Command;
 
 use netdojo_jail::Profile;
 
-/// Where FRR's binaries live on Debian.
-pub const FRR_BIN: &str = "/usr/lib/frr";
-/// netdojo's run directories for FRR instances, one per router namespace.
-pub const RUN_DIR: &str = "/run/netdojo/frr";
-/// Where FRR puts each pathspace's sockets.
-pub const FRR_STATE: &str = "/var/run/frr";
+pub use crate::paths::{FRR_BIN, FRR_STATE, RUN_DIR};
 
 /// FRR's reload script (Debian's `frr` ships it; it needs python3).
 pub const RELOAD: &str = "/usr/lib/frr/frr-reload.py";

@@ -29,6 +29,7 @@ pub mod frr;
 pub mod hostcheck;
 pub mod netns;
 pub mod network;
+pub mod paths;
 pub mod pingmesh;
 pub mod pool;
 pub mod preflight;

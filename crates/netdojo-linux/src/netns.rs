@@ -16,9 +16,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use nix::mount::{MntFlags, MsFlags};
 use nix::sched::CloneFlags;
 
-/// Where `ip netns` keeps its namespaces; ours live there too so that `ip netns list` and
-/// `ip netns exec` see them.
-pub const NETNS_DIR: &str = "/run/netns";
+pub use crate::paths::{NETNS_DIR, ns_path};
+
 /// Where netdojo keeps its ownership markers.
 pub const MARKER_DIR: &str = "/run/netdojo/episodes";
 /// Every prefix starts with this, so an operator can tell netdojo's namespaces apart.
@@ -336,11 +335,6 @@ pub fn list_with_prefix(prefix: &str) -> Vec<String> {
         .collect();
     names.sort();
     names
-}
-
-/// Path of a namespace's handle.
-pub fn ns_path(name: &str) -> PathBuf {
-    Path::new(NETNS_DIR).join(name)
 }
 
 /// Makes /run/netns a shared mount point, as iproute2 does, so that namespaces mounted there

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use crate::frr::FRR_BIN;
+use crate::paths::FRR_BIN;
 
 /// Something a network of netdojo needs from the machine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

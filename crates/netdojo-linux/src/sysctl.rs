@@ -53,7 +53,7 @@ pub fn probe() -> Result<&'static Sysctls, String> {
 /// namespace read-only ([`Sysctls::read_only_paths`]): what every caller of the jail starts from.
 pub fn jail_spec(profile: netdojo_jail::Profile, ns_name: &str) -> Result<netdojo_jail::Spec, String> {
     let known = probe()?;
-    let mut spec = netdojo_jail::Spec::new(profile, crate::netns::ns_path(ns_name));
+    let mut spec = netdojo_jail::Spec::new(profile, crate::paths::ns_path(ns_name));
     spec.host_wide_sysctls = known.read_only_paths().map(str::to_string).collect();
     Ok(spec)
 }
