@@ -52,12 +52,18 @@ pub enum Format {
     Inspect,
     /// One JSON object per episode: `pandas.read_json(PATH, lines=True)`.
     Jsonl,
+    /// Chat-completions fine-tuning data, one conversation per episode (docs/training.md).
+    Chat,
 }
 
 /// Writes the export of the run in `dir` and prints its path: inspect's log goes in the log
 /// directory `out` (default `DIR/inspect`) as `TIMESTAMP_netdojo-ENV_RUN.json`; the JSON lines
-/// go to the file `out` (default `DIR/episodes.export.jsonl`).
-pub fn export(dir: &Path, format: Format, out: Option<&Path>) -> Result<()> {
+/// go to the file `out` (default `DIR/episodes.export.jsonl`), the chat data to `out` (default
+/// `DIR/chat.jsonl`).
+pub fn export(dir: &Path, format: Format, out: Option<&Path>, solved_only: bool) -> Result<()> {
+    if solved_only && format != Format::Chat {
+        anyhow::bail!("--solved-only: only --format chat filters episodes");
+    }
     let run = Run::load(dir).with_context(|| format!("reading the run in {}", dir.display()))?;
     let (path, text) = match format {
         Format::Inspect => {
@@ -69,6 +75,10 @@ pub fn export(dir: &Path, format: Format, out: Option<&Path>) -> Result<()> {
         Format::Jsonl => {
             let path = out.map(Path::to_path_buf).unwrap_or_else(|| dir.join("episodes.export.jsonl"));
             (path, export::jsonl(&run)?)
+        }
+        Format::Chat => {
+            let path = out.map(Path::to_path_buf).unwrap_or_else(|| dir.join("chat.jsonl"));
+            (path, export::chat(&run, solved_only)?)
         }
     };
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
