@@ -154,7 +154,12 @@ fn parse_reset(data: Option<&Value>) -> Result<ResetRequest, WsError> {
 }
 
 fn parse_action(data: &Value) -> Result<Action, WsError> {
-    let kind = data.get("type").and_then(Value::as_str).unwrap_or("");
+    // Without a `type`, the action is a `CallToolAction` (whose `type` defaults to
+    // `call_tool`), as OpenEnv's server validates it for an MCP environment.
+    let kind = match data.get("type") {
+        None => "call_tool",
+        Some(kind) => kind.as_str().unwrap_or(""),
+    };
     match kind {
         "list_tools" => Ok(Action::ListTools),
         "call_tool" => {
@@ -208,6 +213,11 @@ mod tests {
         assert_eq!(
             parse(r#"{"type":"step","data":{"type":"call_tool","tool_name":"count","arguments":{"a":1}}}"#),
             Ok(Incoming::Step(Action::CallTool { tool_name: "count".into(), arguments: json!({"a": 1}) }))
+        );
+        // No `type`: a CallToolAction, whose type defaults to call_tool.
+        assert_eq!(
+            parse(r#"{"type":"step","data":{"tool_name":"count"}}"#),
+            Ok(Incoming::Step(Action::CallTool { tool_name: "count".into(), arguments: json!({}) }))
         );
         assert_eq!(parse(r#"{"type":"state"}"#), Ok(Incoming::State));
         assert_eq!(parse(r#"{"type":"close"}"#), Ok(Incoming::Close));

@@ -217,12 +217,13 @@ impl EnvServer {
     }
 }
 
-/// The routes: `GET /ws` (the OpenEnv session), `GET /health`, `GET /metadata`.
+/// The routes: `GET /ws` (the OpenEnv session), `GET /health`, `GET /metadata`, `GET /schema`.
 pub fn router(server: Arc<EnvServer>) -> Router {
     Router::new()
         .route("/ws", get(upgrade))
         .route("/health", get(health))
         .route("/metadata", get(metadata))
+        .route("/schema", get(schema))
         .with_state(server)
 }
 
@@ -276,6 +277,44 @@ async fn metadata(State(server): State<Arc<EnvServer>>) -> Response {
             "tasks": server.tasks.len(),
             "active_sessions": server.active_sessions(),
             "max_sessions": server.options.max_sessions,
+        }),
+    )
+}
+
+/// OpenEnv's `SchemaResponse`: the action is its `CallToolAction` (the title is how generic
+/// clients, verifiers' OpenEnv taskset among them, recognise a tool-calling environment).
+async fn schema() -> Response {
+    json_response(
+        StatusCode::OK,
+        &json!({
+            "action": {
+                "title": "CallToolAction",
+                "description": "Call one tool (list them with {\"type\": \"list_tools\"}).",
+                "type": "object",
+                "properties": {
+                    "type": {"const": "call_tool", "default": "call_tool", "type": "string"},
+                    "tool_name": {"type": "string", "description": "Name of the tool to call"},
+                    "arguments": {"type": "object", "description": "Arguments to pass to the tool"},
+                },
+                "required": ["tool_name"],
+            },
+            "observation": {
+                "title": "CallToolObservation",
+                "type": "object",
+                "properties": {
+                    "tool_name": {"type": "string"},
+                    "result": {},
+                    "error": {},
+                    "metadata": {"type": "object"},
+                    "done": {"type": "boolean"},
+                    "reward": {"type": ["number", "null"]},
+                },
+            },
+            "state": {
+                "title": "State",
+                "type": "object",
+                "properties": {"episode_id": {"type": ["string", "null"]}, "step_count": {"type": "integer"}},
+            },
         }),
     )
 }

@@ -46,6 +46,19 @@ async fn start(
     (url, tasks, stop, handle)
 }
 
+/// A plain HTTP GET; the body.
+async fn get(url: &str, path: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = url.trim_start_matches("http://");
+    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.expect("write");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.expect("read");
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    response.split("\r\n\r\n").nth(1).unwrap_or_default().to_string()
+}
+
 async fn play(client: &mut Client, task: &Task) -> Value {
     let mut last = Value::Null;
     for call in netdojo_scripted::oracle_plan(task) {
@@ -64,6 +77,11 @@ async fn an_oracle_episode_earns_1_and_is_recorded() {
     let options =
         Options { record: Some(run.clone()), shaping: Some(Shaping::default()), ..Options::default() };
     let (url, tasks, stop, handle) = start(3, options).await;
+    // OpenEnv's HTTP side: health, and the schema generic clients read the action from.
+    assert!(get(&url, "/health").await.contains("healthy"));
+    let schema: Value = serde_json::from_str(&get(&url, "/schema").await).expect("JSON");
+    assert_eq!(schema["action"]["title"], json!("CallToolAction"));
+
     let mut client = Client::connect(&url).await.expect("connect");
 
     // Before a reset, a step is an error that says what to do.

@@ -170,3 +170,43 @@ fn the_openenv_client_replays_the_oracle_on_routing() {
     assert!(namespaces_of(pid).is_empty(), "serve-env left namespaces: {:?}", namespaces_of(pid));
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// `generate --with-oracle-trajectories`: the oracle's solved episodes as chat fine-tuning data.
+#[test]
+fn generate_writes_the_oracles_trajectories_as_chat_data() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let suite = dir.path().join("suite.jsonl");
+    let chat = dir.path().join("chat.jsonl");
+    xtask(&[
+        "generate",
+        "--env",
+        "dcgraph",
+        "--queries",
+        "12",
+        "--seed",
+        "4",
+        "--out",
+        suite.to_str().expect("utf-8"),
+        "--with-oracle-trajectories",
+        chat.to_str().expect("utf-8"),
+    ]);
+    let text = std::fs::read_to_string(&chat).expect("chat.jsonl");
+    let episodes: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).expect("a JSON line")).collect();
+    assert_eq!(episodes.len(), 12, "the oracle solves every task");
+    for line in &episodes {
+        assert_eq!(line["metadata"]["outcome"], json!("solved"), "{line}");
+        let messages = line["messages"].as_array().expect("messages");
+        assert_eq!(messages[0]["role"], json!("system"));
+        assert_eq!(messages[1]["role"], json!("user"));
+        let last = messages.last().expect("a last message");
+        assert_eq!(last["tool_calls"][0]["function"]["name"], json!("finish"), "{line}");
+        let tools: Vec<&str> = line["tools"]
+            .as_array()
+            .expect("tools")
+            .iter()
+            .filter_map(|t| t["function"]["name"].as_str())
+            .collect();
+        assert!(tools.contains(&"finish") && tools.len() > 1, "{tools:?}");
+    }
+    assert_eq!(lines(&dir.path().join("chat.jsonl.run/episodes.jsonl")), 12);
+}
