@@ -277,4 +277,5 @@ fn the_chat_export_is_the_fine_tuning_format() {
     assert_eq!(tools, ["count_nodes", "finish"]);
     assert_eq!(t2["metadata"]["metrics"]["correct"], false);
     assert_eq!(t2["metadata"]["outcome"], "failed");
+    insta::assert_json_snapshot!(t2);
 }
