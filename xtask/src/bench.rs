@@ -13,7 +13,9 @@ pub struct BenchArgs {
     /// What to measure: dcgraph (query generation), linux (network build, pingmesh, teardown),
     /// netconf (a 4-router OSPF episode on FRR, and the configuration diff), k8s, gns3, exec
     /// (one agent command in the jail, spawn to exit, beside a bare `ip netns exec`), or config
-    /// (parse and diff of 100,000-line configurations of the shapes that were quadratic).
+    /// (parse and diff of 100,000-line configurations of the shapes that were quadratic), or
+    /// serve-env (the oracle's steps per second through OpenEnv's protocol beside in-process:
+    /// dcgraph with 32 sessions, routing with 2 when root).
     pub target: String,
     /// Queries to generate.
     #[arg(long, default_value_t = 1_000_000)]
@@ -24,7 +26,8 @@ pub struct BenchArgs {
     #[arg(long)]
     pub threads: Option<usize>,
     /// linux, netconf, k8s, gns3, exec, config: runs to take the median of (default 20 for
-    /// linux and k8s, 10 for netconf, 5 for gns3 and config, 1,000 for exec).
+    /// linux and k8s, 10 for netconf, 5 for gns3 and config, 1,000 for exec); serve-env: the
+    /// episodes of each environment (default 640 for dcgraph, 20 for routing).
     #[arg(long)]
     pub runs: Option<usize>,
     /// gns3: the GNS3 controller, `http://127.0.0.1:3080` (default: $NETDOJO_GNS3_URL).
@@ -52,8 +55,11 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         "gns3" => gns3(&args),
         "exec" => exec(&args),
         "config" => config(&args),
+        "serve-env" => serve_env(&args),
         other => {
-            bail!("unknown benchmark `{other}` (known: dcgraph, linux, netconf, k8s, gns3, exec, config)")
+            bail!(
+                "unknown benchmark `{other}` (known: dcgraph, linux, netconf, k8s, gns3, exec, config, serve-env)"
+            )
         }
     }
 }
@@ -800,6 +806,131 @@ fn config(args: &BenchArgs) -> Result<()> {
             format!("{TARGET_S:.0} s"),
             if total <= TARGET_S { "" } else { "  OVER TARGET" }
         );
+    }
+    Ok(())
+}
+
+/// Steps per second of the oracle's episodes through OpenEnv's protocol (`serve-env` in this
+/// process, one Rust WebSocket client per session) beside the same episodes run in-process by
+/// the runner at the same concurrency: dcgraph with 32 sessions, routing (root) with 2. A step
+/// is one tool call, `finish` included.
+fn serve_env(args: &BenchArgs) -> Result<()> {
+    use netdojo::linux::preflight::Need;
+    let dcgraph_episodes = args.runs.unwrap_or(640).max(1);
+    serve_env_one("dcgraph", 32, dcgraph_episodes)?;
+    match netdojo::linux::preflight::unmet(&[Need::Root]) {
+        None => serve_env_one("routing", 2, args.runs.unwrap_or(20).max(1)),
+        Some(need) => {
+            println!("serve-env routing: skipped ({})", need.reason());
+            Ok(())
+        }
+    }
+}
+
+fn serve_env_one(env: &str, sessions: usize, episodes: usize) -> Result<()> {
+    use std::sync::Arc;
+
+    use netdojo::core::runner::{Budget, Runner};
+    use netdojo::scripted::{OracleFactory, oracle_plan};
+    use netdojo::{EndReason, GeneratedSuite, Task, TaskSource};
+    use netdojo_envserver::client::Client;
+    use netdojo_envserver::{EnvServer, Options};
+    use serde_json::json;
+
+    let app = apps::app(env, &EnvOptions::default())?;
+    let source = GeneratedSuite { generator: app.generator.clone(), seed: 1, count: episodes as u64 };
+    let tasks: Vec<Task> = source.tasks().collect::<Result<_, _>>()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+
+    // In-process: the runner and the oracle, `sessions` episodes at once.
+    let runner = Runner {
+        env: app.factory,
+        agent: Arc::new(OracleFactory),
+        scorers: Arc::new(app.scorers),
+        budget: Budget::default(),
+        concurrency: sessions,
+    };
+    let t0 = Instant::now();
+    let local_steps: usize = runtime.block_on(async {
+        let mut steps = 0;
+        let mut set = tokio::task::JoinSet::new();
+        for task in &tasks {
+            if set.len() >= sessions
+                && let Some(done) = set.join_next().await
+            {
+                steps += done?;
+            }
+            let (runner, task) = (runner.clone(), task.clone());
+            set.spawn(async move {
+                let (_, t) = runner.run_episode(&task).await;
+                t.steps.len() + usize::from(t.end == EndReason::Finished)
+            });
+        }
+        while let Some(done) = set.join_next().await {
+            steps += done?;
+        }
+        anyhow::Ok(steps)
+    })?;
+    let local_s = t0.elapsed().as_secs_f64();
+
+    // Through the protocol: the server in this process, a client per session.
+    let app = apps::app(env, &EnvOptions::default())?;
+    let options = Options { max_sessions: sessions, ..Options::default() };
+    let server =
+        Arc::new(EnvServer::new(app.factory, app.scorers, tasks.clone(), options, json!({"bench": env}))?);
+    let plans: Arc<Vec<(String, Vec<netdojo::ToolCall>)>> =
+        Arc::new(tasks.iter().map(|t| (t.id.clone(), oracle_plan(t))).collect());
+    let (served_steps, solved, served_s) = runtime.block_on(async {
+        let listener = netdojo_envserver::bind(([127, 0, 0, 1], 0).into()).await?;
+        let url = format!("http://{}", listener.local_addr()?);
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let serving = tokio::spawn(netdojo_envserver::serve(server, listener, async {
+            let _ = stop_rx.await;
+        }));
+        let t1 = Instant::now();
+        let mut set = tokio::task::JoinSet::new();
+        for worker in 0..sessions {
+            let (plans, url) = (plans.clone(), url.clone());
+            set.spawn(async move {
+                let mut client = Client::connect(&url).await?;
+                let (mut steps, mut solved) = (0usize, 0usize);
+                for (task_id, plan) in plans.iter().skip(worker).step_by(sessions) {
+                    client.reset(json!({"task_id": task_id})).await?;
+                    for call in plan {
+                        let answer = client.call(&call.name, call.arguments.clone()).await?;
+                        steps += 1;
+                        if answer["done"] == json!(true) {
+                            solved += usize::from(answer["reward"] == json!(1.0));
+                            break;
+                        }
+                    }
+                }
+                client.close().await;
+                anyhow::Ok((steps, solved))
+            });
+        }
+        let (mut steps, mut solved) = (0, 0);
+        while let Some(done) = set.join_next().await {
+            let (s, k) = done??;
+            steps += s;
+            solved += k;
+        }
+        let elapsed = t1.elapsed().as_secs_f64();
+        let _ = stop_tx.send(());
+        serving.await??;
+        anyhow::Ok((steps, solved, elapsed))
+    })?;
+
+    let local_rate = local_steps as f64 / local_s;
+    let served_rate = served_steps as f64 / served_s;
+    println!("serve-env {env}: {episodes} oracle episodes, {sessions} at once");
+    println!("  in-process (runner):      {local_steps} steps in {local_s:.2} s = {local_rate:.0} steps/s");
+    println!(
+        "  through OpenEnv's /ws:    {served_steps} steps in {served_s:.2} s = {served_rate:.0} steps/s ({:.0}% of in-process); reward 1.0 in {solved}/{episodes} episodes",
+        100.0 * served_rate / local_rate
+    );
+    if solved != episodes {
+        bail!("serve-env {env}: {} of the oracle's episodes earned less than 1", episodes - solved);
     }
     Ok(())
 }

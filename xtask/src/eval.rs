@@ -194,6 +194,10 @@ pub struct GenerateArgs {
     /// a task whose oracle fails a testcase is not emitted: the command fails).
     #[arg(long)]
     pub no_validate: bool,
+    /// Also run the oracle on the tasks (its run directory: FILE.run) and write its solved
+    /// episodes to FILE as chat fine-tuning data (`export --format chat`, docs/training.md).
+    #[arg(long, value_name = "FILE")]
+    pub with_oracle_trajectories: Option<PathBuf>,
 }
 
 struct Bar {
@@ -613,6 +617,11 @@ pub fn generate(args: GenerateArgs) -> Result<()> {
         };
         let path = suite::manifest_path(&args.out);
         manifest.write(&path).with_context(|| format!("writing the manifest {}", path.display()))?;
+    }
+    if let Some(file) = &args.with_oracle_trajectories {
+        let source =
+            GeneratedSuite { generator: app.generator.clone(), seed: args.seed, count: args.queries };
+        crate::report::oracle_trajectories(app.factory, app.scorers, &source, file)?;
     }
     Ok(())
 }

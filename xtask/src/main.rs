@@ -4,9 +4,10 @@
 //! - `generate`: write generated tasks as JSON lines, to freeze and share a suite.
 //! - `report`: summarise run directories again; `--html OUT` writes the static report.
 //! - `view`: serve the report of run directories on 127.0.0.1.
-//! - `export`: a run as an inspect_ai eval log or JSON lines.
+//! - `export`: a run as an inspect_ai eval log, JSON lines, or chat fine-tuning data.
 //! - `compare`: is run B better than run A? Paired differences on the tasks both ran.
 //! - `bench`: measure against the targets the issues set.
+//! - `serve-env`: an environment's tasks over OpenEnv's protocol, for RL trainers.
 //! - `setup python`: the venv that runs a model's code (`eval --interaction code`).
 
 mod apps;
@@ -15,6 +16,7 @@ mod eval;
 mod mcp;
 mod model;
 mod report;
+mod serve_env;
 mod setup;
 
 use std::path::PathBuf;
@@ -53,7 +55,8 @@ enum Command {
         #[arg(long, default_value_t = 0)]
         port: u16,
     },
-    /// Export a run for other tools: an inspect_ai eval log, or JSON lines for pandas.
+    /// Export a run for other tools: an inspect_ai eval log, JSON lines for pandas, or chat
+    /// fine-tuning data (JSON lines of messages with tool calls, the tools, the metrics).
     Export {
         /// The run directory.
         dir: PathBuf,
@@ -61,9 +64,12 @@ enum Command {
         format: report::Format,
         /// inspect: the log directory to write TIMESTAMP_netdojo-ENV_RUN.json in (default
         /// DIR/inspect; `inspect view --log-dir` it); jsonl: the file (default
-        /// DIR/episodes.export.jsonl).
+        /// DIR/episodes.export.jsonl); chat: the file (default DIR/chat.jsonl).
         #[arg(long)]
         out: Option<PathBuf>,
+        /// chat: only the solved episodes (errored ones are never exported).
+        #[arg(long)]
+        solved_only: bool,
     },
     /// Compare two runs of the same suite episode by episode: differences B - A with paired
     /// 95% intervals, p-values and the tasks that flipped.
@@ -73,6 +79,9 @@ enum Command {
     /// Serve a task's devices over MCP (draft 002) to an external agent, and score its episode.
     #[command(subcommand)]
     Mcp(mcp::McpCommand),
+    /// Serve an environment's tasks over OpenEnv's protocol (openenv-core 0.3.0's WebSocket) on
+    /// 127.0.0.1: reset, step with a tool call, state; one episode per session (docs/training.md).
+    ServeEnv(Box<serve_env::ServeEnvArgs>),
     /// Install what an interaction needs: `setup python` makes the venv (pinned networkx) that
     /// runs a model's code in `eval --interaction code`.
     #[command(subcommand)]
@@ -96,7 +105,7 @@ fn main() -> ExitCode {
     };
     // Every log line redacted, rmcp's request logs off (`cargo xtask mcp serve`: §8).
     netdojo::mcp::redact::init_logging("NETDOJO_LOG", QUIET_BY_DEFAULT);
-    if matches!(cli.command, Command::Eval(_) | Command::Bench(_) | Command::Mcp(_))
+    if matches!(cli.command, Command::Eval(_) | Command::Bench(_) | Command::Mcp(_) | Command::ServeEnv(_))
         && let Err(e) = ensure_jail()
     {
         eprintln!("error: {e:#}");
@@ -107,12 +116,13 @@ fn main() -> ExitCode {
         Command::Generate(args) => eval::generate(args).map(|()| ExitCode::SUCCESS),
         Command::Report { dirs, html } => report::report(&dirs, html.as_deref()).map(|()| ExitCode::SUCCESS),
         Command::View { dirs, port } => report::view(&dirs, port).map(|()| ExitCode::SUCCESS),
-        Command::Export { dir, format, out } => {
-            report::export(&dir, format, out.as_deref()).map(|()| ExitCode::SUCCESS)
+        Command::Export { dir, format, out, solved_only } => {
+            report::export(&dir, format, out.as_deref(), solved_only).map(|()| ExitCode::SUCCESS)
         }
         Command::Compare(args) => eval::compare(&args).map(|()| ExitCode::SUCCESS),
         Command::Bench(args) => bench::bench(args).map(|()| ExitCode::SUCCESS),
         Command::Mcp(command) => mcp::run(command).map(|()| ExitCode::SUCCESS),
+        Command::ServeEnv(args) => serve_env::serve_env(*args).map(|()| ExitCode::SUCCESS),
         Command::Setup(command) => setup::run(command).map(|()| ExitCode::SUCCESS),
         Command::FetchModel { dir } => model::fetch(dir.as_deref()).map(|()| ExitCode::SUCCESS),
     };

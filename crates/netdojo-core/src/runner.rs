@@ -291,6 +291,7 @@ impl Runner {
         tools.push(ToolSpec::finish(env.answer_schema(task)));
         let schemas: HashMap<String, Value> =
             tools.iter().map(|t| (t.name.clone(), t.parameters.clone())).collect();
+        trajectory.tools = tools.clone();
 
         let mut agent = timed_sync(&mut timing.agent_us, || self.agent.create_for_epoch(task, epoch))
             .map_err(agent_failure)?;

@@ -330,6 +330,7 @@ mod tests {
             task_id: id.into(),
             agent: "noop".into(),
             brief: "b".into(),
+            tools: vec![],
             initial_check: StateCheck::safe(),
             steps: vec![],
             answer: Some(json!(3)),

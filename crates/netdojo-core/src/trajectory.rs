@@ -6,7 +6,7 @@ use serde_json::Value;
 use crate::agent::TokenUsage;
 use crate::env::{Outcome, StateCheck};
 use crate::metric::Metric;
-use crate::tool::{Observation, ToolCall};
+use crate::tool::{Observation, ToolCall, ToolSpec};
 
 /// One tool call and what followed it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -84,6 +84,10 @@ pub struct Trajectory {
     pub task_id: String,
     pub agent: String,
     pub brief: String,
+    /// The tools the agent was given (`finish` included), for the exports that show them
+    /// (`export --format chat`). Absent in trajectories written before it existed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<ToolSpec>,
     /// The state check before the first step.
     pub initial_check: StateCheck,
     pub steps: Vec<Step>,
@@ -118,6 +122,7 @@ impl Trajectory {
             task_id: task_id.to_string(),
             agent: agent.to_string(),
             brief: String::new(),
+            tools: vec![],
             initial_check: StateCheck::default(),
             steps: vec![],
             answer: None,

@@ -5,6 +5,8 @@
 //!   one score per metric. `inspect view` opens it; CI reads it back with inspect_ai's own
 //!   `read_eval_log`.
 //! - [`jsonl`]: one flat JSON object per episode, for `pandas.read_json(path, lines=True)`.
+//! - [`chat`]: one JSON object per episode in the chat-completions fine-tuning format
+//!   (`messages` with tool calls and tool results, `tools`), the episode's metrics beside them.
 
 use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -60,6 +62,88 @@ pub fn jsonl(run: &Run) -> Result<String, ReportError> {
         out.push('\n');
     }
     Ok(out)
+}
+
+/// The system message of an exported conversation. The agent's own system prompt is not in a
+/// run directory (an LLM agent's transcript has it); this one says what the conversation is.
+pub const CHAT_SYSTEM: &str = "You are a network engineer working on a live network through the tools \
+     given. Make one tool call at a time, read its result, and call `finish` (with the answer, when the \
+     task asks for one) when the task is done.";
+
+/// One line per episode in the chat-completions fine-tuning format (OpenAI's, which TRL's
+/// `SFTTrainer` also reads): `messages` (system, the brief as the user's message, each turn as
+/// an assistant message with its tool calls followed by one tool message per call, and the
+/// final `finish` call), `tools` (the tools the agent was given, as function definitions), and
+/// `metadata` (the task, the outcome and every metric). Errored episodes are left out (their
+/// trajectories stop where the infrastructure failed); with `solved_only`, so are the failed
+/// ones. An episode recorded before trajectories kept their tools has an empty `tools`.
+pub fn chat(run: &Run, solved_only: bool) -> Result<String, ReportError> {
+    let mut out = String::new();
+    for r in &run.records {
+        if r.status == EpisodeStatus::Errored || (solved_only && !solved(r)) {
+            continue;
+        }
+        let t = run.trajectory(r)?;
+        let mut messages = vec![
+            json!({"role": "system", "content": CHAT_SYSTEM}),
+            json!({"role": "user", "content": t.brief}),
+        ];
+        let mut i = 0;
+        while i < t.steps.len() {
+            let turn = t.steps[i].turn;
+            let steps: Vec<_> = t.steps[i..].iter().take_while(|s| s.turn == turn).collect();
+            i += steps.len();
+            let calls: Vec<Value> =
+                steps.iter().map(|s| function_call(&call_id(s), &s.call.name, &s.call.arguments)).collect();
+            messages.push(json!({"role": "assistant", "content": steps[0].reasoning, "tool_calls": calls}));
+            for s in steps {
+                messages.push(
+                    json!({"role": "tool", "tool_call_id": call_id(s), "content": s.observation.content}),
+                );
+            }
+        }
+        if t.end == netdojo_core::EndReason::Finished {
+            let arguments = match &t.answer {
+                Some(answer) => json!({"answer": answer}),
+                None => json!({}),
+            };
+            let call = function_call("call-finish", netdojo_core::FINISH_TOOL, &arguments);
+            messages.push(json!({"role": "assistant", "content": "", "tool_calls": [call]}));
+        }
+        let tools: Vec<Value> = t
+            .tools
+            .iter()
+            .map(|tool| json!({"type": "function", "function": {"name": tool.name, "description": tool.description, "parameters": tool.parameters}}))
+            .collect();
+        let metrics: Map<String, Value> =
+            r.metrics.iter().map(|m| (m.name.clone(), json!(m.value))).collect();
+        let line = json!({
+            "messages": messages,
+            "tools": tools,
+            "metadata": {
+                "run": run.name,
+                "task_id": r.task_id,
+                "epoch": r.epoch,
+                "application": r.application,
+                "level": r.level,
+                "label": r.label,
+                "domain": r.domain,
+                "agent": r.agent,
+                "outcome": outcome(r),
+                "class": r.class(),
+                "end": r.end,
+                "metrics": metrics,
+            },
+        });
+        out.push_str(&line.to_string());
+        out.push('\n');
+    }
+    Ok(out)
+}
+
+/// A tool call as the chat-completions format writes it: arguments as a JSON string.
+fn function_call(id: &str, name: &str, arguments: &Value) -> Value {
+    json!({"id": id, "type": "function", "function": {"name": name, "arguments": arguments.to_string()}})
 }
 
 fn outcome(r: &EpisodeRecord) -> &'static str {

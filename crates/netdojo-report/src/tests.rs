@@ -4,7 +4,7 @@
 use netdojo_core::store::RunDir;
 use netdojo_core::{
     Check, EndReason, EpisodeRecord, EpisodeStatus, ErrorCause, Metric, Observation, Outcome, StateCheck,
-    Step, TokenUsage, ToolCall, Trajectory,
+    Step, TokenUsage, ToolCall, ToolSpec, Trajectory,
 };
 use serde_json::{Value, json};
 
@@ -90,6 +90,14 @@ fn trajectory(e: &Episode, text: &str) -> Trajectory {
         task_id: e.id.into(),
         agent: "openai".into(),
         brief: format!("Count the nodes. {text}"),
+        tools: vec![
+            ToolSpec::new(
+                "count_nodes",
+                "Counts the nodes of a kind.",
+                ToolSpec::object_schema(json!({"kind": {"type": "string"}}), &["kind"]),
+            ),
+            ToolSpec::finish(Some(json!({"type": "string"}))),
+        ],
         initial_check: StateCheck::safe(),
         steps,
         answer: Some(json!(text)),
@@ -228,4 +236,46 @@ fn exports_have_one_entry_per_episode() {
     assert_eq!(correct["metrics"]["accuracy"]["value"], 0.75);
     assert_eq!(log["eval"]["model"], "openai/smollm2-135m");
     assert!(export::inspect_file_name(&run).ends_with("_netdojo-dcgraph_run.json"));
+}
+
+#[test]
+fn the_chat_export_is_the_fine_tuning_format() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let run = run_dir(&tmp.path().join("run"), "x");
+    let parse = |text: String| -> Vec<Value> {
+        text.lines().map(|l| serde_json::from_str(l).expect("a JSON line")).collect()
+    };
+    // Four completed episodes (the errored one is left out); three solved.
+    let all = parse(export::chat(&run, false).expect("chat"));
+    assert_eq!(all.len(), 4);
+    let solved = parse(export::chat(&run, true).expect("chat"));
+    assert_eq!(solved.len(), 3);
+    assert!(solved.iter().all(|l| l["metadata"]["outcome"] == "solved"));
+
+    // t2: system, the brief, per turn the call and its result, then `finish` with the answer.
+    let t2 = all.iter().find(|l| l["metadata"]["task_id"] == "t2").expect("t2");
+    let messages = t2["messages"].as_array().expect("messages");
+    let roles: Vec<&str> = messages.iter().filter_map(|m| m["role"].as_str()).collect();
+    assert_eq!(roles, ["system", "user", "assistant", "tool", "assistant", "tool", "assistant"]);
+    let call = &messages[2]["tool_calls"][0];
+    assert_eq!(call["type"], "function");
+    assert_eq!(call["function"]["name"], "count_nodes");
+    // Arguments are a JSON string, as the format wants.
+    let arguments: Value =
+        serde_json::from_str(call["function"]["arguments"].as_str().expect("a string")).expect("JSON");
+    assert!(arguments["kind"].is_string());
+    assert_eq!(messages[3]["tool_call_id"], call["id"]);
+    let finish = &messages[6]["tool_calls"][0]["function"];
+    assert_eq!(finish["name"], "finish");
+    assert!(finish["arguments"].as_str().expect("a string").contains("answer"));
+    let tools: Vec<&str> = t2["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .collect();
+    assert_eq!(tools, ["count_nodes", "finish"]);
+    assert_eq!(t2["metadata"]["metrics"]["correct"], false);
+    assert_eq!(t2["metadata"]["outcome"], "failed");
+    insta::assert_json_snapshot!(t2);
 }

@@ -159,6 +159,7 @@ mod tests {
             task_id: "t".into(),
             agent: "a".into(),
             brief: "b".into(),
+            tools: vec![],
             initial_check: StateCheck::safe(),
             steps,
             answer: None,

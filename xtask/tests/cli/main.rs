@@ -10,3 +10,4 @@ mod llm;
 mod netconf;
 mod report;
 mod routing;
+mod serve_env;

@@ -56,6 +56,7 @@ fn hostile_run(dir: &Path) -> PathBuf {
         task_id: "hostile".into(),
         agent: "noop".into(),
         brief: format!("brief {HOSTILE}"),
+        tools: vec![],
         initial_check: StateCheck::safe(),
         steps: vec![Step {
             index: 0,
