@@ -6,7 +6,11 @@
 pub mod catalogue;
 pub mod fault;
 pub mod lab;
+pub mod score;
+pub mod task;
 
 pub use catalogue::{Category, FaultType};
 pub use fault::{Action, Fault};
 pub use lab::{Check, Lab, LabError, Service, ServiceKind};
+pub use score::IncidentScore;
+pub use task::{APPLICATION, Diagnosed};
