@@ -5,12 +5,14 @@
 
 pub mod catalogue;
 pub mod fault;
+pub mod generate;
 pub mod lab;
 pub mod score;
 pub mod task;
 
 pub use catalogue::{Category, FaultType};
 pub use fault::{Action, Fault};
+pub use generate::IncidentGenerator;
 pub use lab::{Check, Lab, LabError, Service, ServiceKind};
 pub use score::IncidentScore;
 pub use task::{APPLICATION, Diagnosed};
