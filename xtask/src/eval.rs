@@ -28,8 +28,8 @@ use crate::apps::{self, EnvOptions};
 #[derive(Debug, Clone, clap::Args, Serialize, Deserialize)]
 pub struct EvalArgs {
     /// Environment: dcgraph (datacenter planning), routing (misconfigured routers, root), netconf
-    /// (NetConfBench on FRR, root), k8s (NetworkPolicies, root), gns3 (NetConfBench on a GNS3
-    /// server).
+    /// (NetConfBench on FRR, root), k8s (NetworkPolicies, root), incident (diagnosis and repair
+    /// on multi-router FRR labs, root), gns3 (NetConfBench on a GNS3 server).
     #[arg(long, default_value = "dcgraph")]
     pub env: String,
     /// Agent: oracle, noop, random, openai, ollama, mcp.
@@ -160,7 +160,7 @@ fn name_keying() -> String {
 /// `cargo xtask generate`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct GenerateArgs {
-    /// Environment whose generator makes the tasks: dcgraph, routing, netconf, k8s.
+    /// Environment whose generator makes the tasks: dcgraph, routing, netconf, k8s, incident.
     #[arg(long, default_value = "dcgraph")]
     pub env: String,
     /// Number of tasks.
@@ -191,7 +191,10 @@ pub struct GenerateArgs {
     #[arg(long, default_value = "1")]
     pub suite_version: String,
     /// netconf: do not run each task's ground truth on real FRR before writing it (by default
-    /// a task whose oracle fails a testcase is not emitted: the command fails).
+    /// a task whose oracle fails a testcase is not emitted: the command fails). incident: do not
+    /// verify the injection on the live lab (by default each fault is injected on its lab, a
+    /// fault that breaks no health check is replaced by the next candidate, and the measured
+    /// symptom is recorded in the task).
     #[arg(long)]
     pub no_validate: bool,
 }
@@ -565,8 +568,26 @@ pub fn generate(args: GenerateArgs) -> Result<()> {
     } else {
         None
     };
+    // Incident tasks: the faults' symptoms measured on the live lab (verified injection).
+    let incident = if args.env == "incident" && !args.no_validate {
+        let (_, generator) = apps::incident()?;
+        Some((tokio::runtime::Runtime::new().context("tokio runtime")?, generator))
+    } else {
+        None
+    };
     for index in 0..args.queries {
-        let task = app.generator.generate(args.seed, index)?;
+        let task = match &incident {
+            Some((runtime, generator)) => {
+                let patience = netdojo::incident::verify::Patience::default();
+                let (task, report) = runtime.block_on(generator.verified(args.seed, index, patience))?;
+                eprintln!("{} ({}): verified in {:.1} s", task.id, task.label, report.took.as_secs_f64());
+                for why in &report.redrawn {
+                    eprintln!("  redrawn: {why}");
+                }
+                task
+            }
+            None => app.generator.generate(args.seed, index)?,
+        };
         if let Some((runtime, oracle)) = &validator {
             let (record, trajectory) = runtime.block_on(oracle.run_episode(&task));
             let failed: Vec<String> = trajectory
