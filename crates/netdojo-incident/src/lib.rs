@@ -5,6 +5,7 @@
 
 pub mod catalogue;
 pub mod fault;
+pub mod faults;
 pub mod lab;
 
 pub use catalogue::{Category, FaultType};
