@@ -5,6 +5,7 @@
 
 pub mod catalogue;
 pub mod fault;
+pub mod faults;
 pub mod generate;
 pub mod lab;
 pub mod score;
