@@ -8,8 +8,8 @@ use anyhow::{Context, Result, bail};
 use netdojo::config::CommandScore;
 use netdojo::dcgraph::code::{self, CodeFactory, CodeOracleFactory, Python};
 use netdojo::dcgraph::{DcGraphFactory, GraphSource, Keying, QueryGenerator, Targets};
-use netdojo::incident::env::IncidentFactory;
 use netdojo::incident::IncidentGenerator;
+use netdojo::incident::env::IncidentFactory;
 use netdojo::linux::routing::{RoutingFactory, RoutingGenerator};
 use netdojo::llm::{
     ChatModel, CommandReference, LlmAgentFactory, Lookup, RetryPolicy, Sampling, Settings, Strategy, ToolMode,

@@ -55,7 +55,9 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         "exec" => exec(&args),
         "config" => config(&args),
         other => {
-            bail!("unknown benchmark `{other}` (known: dcgraph, linux, netconf, k8s, incident, gns3, exec, config)")
+            bail!(
+                "unknown benchmark `{other}` (known: dcgraph, linux, netconf, k8s, incident, gns3, exec, config)"
+            )
         }
     }
 }
@@ -599,8 +601,10 @@ fn incident(args: &BenchArgs) -> Result<()> {
 
     let (factory, _) = apps::incident()?;
     let factory = std::sync::Arc::new(factory);
-    let suite_path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/incident/suite/default.jsonl");
-    let suite = StaticSuite::load(&suite_path).with_context(|| format!("the default suite {}", suite_path.display()))?;
+    let suite_path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/incident/suite/default.jsonl");
+    let suite = StaticSuite::load(&suite_path)
+        .with_context(|| format!("the default suite {}", suite_path.display()))?;
     let tasks: Vec<netdojo::Task> = suite.tasks().collect::<Result<_, _>>()?;
     let routers = |t: &netdojo::Task| -> usize {
         netdojo::incident::task::setup_of(t)
@@ -681,7 +685,11 @@ fn incident(args: &BenchArgs) -> Result<()> {
         format!("{setup_s:.3} s"),
         format!("<= 1 s  ({})", met(setup_s <= 1.0))
     );
-    println!("  {:<48} {:>12}   (off the critical path)", "teardown (close)", format!("{:.3} s", median(teardown)));
+    println!(
+        "  {:<48} {:>12}   (off the critical path)",
+        "teardown (close)",
+        format!("{:.3} s", median(teardown))
+    );
     println!(
         "  {:<48} {:>12}   {:<}",
         format!("oracle episodes an hour, concurrency 2 ({} tasks)", sample.len()),

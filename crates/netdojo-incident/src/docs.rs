@@ -12,11 +12,16 @@ pub const END: &str = "<!-- end of catalogue -->";
 /// The catalogue as a Markdown table, in [`FaultType::ALL`]'s order: id, category, what is
 /// wrong, what users see, and the labs that offer it (with their number of candidates).
 pub fn catalogue_table(offers: &BTreeMap<&str, BTreeMap<FaultType, usize>>) -> String {
-    let mut out = String::from("| # | id | category | what is wrong | what users and monitoring see | labs (candidates) |\n|---|---|---|---|---|---|\n");
+    let mut out = String::from(
+        "| # | id | category | what is wrong | what users and monitoring see | labs (candidates) |\n|---|---|---|---|---|---|\n",
+    );
     for (i, t) in FaultType::ALL.iter().enumerate() {
         let labs: Vec<String> =
             offers.iter().filter_map(|(lab, o)| o.get(t).map(|n| format!("{lab} ({n})"))).collect();
-        let category = serde_json::to_value(t.category()).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+        let category = serde_json::to_value(t.category())
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
         out.push_str(&format!(
             "| {} | `{}` | {} | {} | {} | {} |\n",
             i + 1,

@@ -209,8 +209,11 @@ impl IncidentEnv {
     /// that broke something or changed nothing waits it out, so that a breakage that takes a
     /// dead interval to show is seen).
     async fn observe_change(&mut self) -> Result<(), EnvError> {
-        let before: BTreeSet<String> =
-            self.current.as_ref().map(|h| h.failing().into_iter().map(str::to_string).collect()).unwrap_or_default();
+        let before: BTreeSet<String> = self
+            .current
+            .as_ref()
+            .map(|h| h.failing().into_iter().map(str::to_string).collect())
+            .unwrap_or_default();
         let last = std::sync::Mutex::new((None::<BTreeSet<String>>, Instant::now()));
         let settled = move |h: &Health| {
             if h.all_passed() {
@@ -236,14 +239,19 @@ impl IncidentEnv {
             let Some(frr) = self.live()?.network().frr(device) else {
                 return Ok(Observation::error(
                     call,
-                    format!("{device} runs no FRR (a host): `show ...` is for routers; use the Linux forms (`ip route show`)"),
+                    format!(
+                        "{device} runs no FRR (a host): `show ...` is for routers; use the Linux forms (`ip route show`)"
+                    ),
                 ));
             };
             let command = match vty::check_show_command(command) {
                 Ok(c) => c,
                 Err(refusal) => return Ok(Observation::error(call, refusal.to_string())),
             };
-            let out = frr.vtysh(&["-c", command], Duration::from_secs(10)).await.map_err(|e| self.runtime(e.to_string()))?;
+            let out = frr
+                .vtysh(&["-c", command], Duration::from_secs(10))
+                .await
+                .map_err(|e| self.runtime(e.to_string()))?;
             let text = out.text();
             let mut obs = Observation::ok(call, text.clone(), Some(json!({"output": text})));
             obs.ok = out.success();
@@ -254,11 +262,19 @@ impl IncidentEnv {
             Err(refusal) => return Ok(Observation::error(call, refusal.to_string())),
         };
         if let Err(why) = exec::read_only(&parsed) {
-            return Ok(Observation::error(call, format!("refused: {why}; `{}` only looks, `{}` changes", tools::SHOW, tools::CONFIGURE)));
+            return Ok(Observation::error(
+                call,
+                format!("refused: {why}; `{}` only looks, `{}` changes", tools::SHOW, tools::CONFIGURE),
+            ));
         }
         let ns = self.ns(device).unwrap_or_default();
-        let out = exec::run(&ns, &parsed, &self.options.exec).await.map_err(|e| self.runtime(e.to_string()))?;
-        let mut obs = Observation::ok(call, out.text.clone(), Some(json!({"output": out.text, "exit_status": out.status})));
+        let out =
+            exec::run(&ns, &parsed, &self.options.exec).await.map_err(|e| self.runtime(e.to_string()))?;
+        let mut obs = Observation::ok(
+            call,
+            out.text.clone(),
+            Some(json!({"output": out.text, "exit_status": out.status})),
+        );
         obs.ok = out.status == Some(0) && !out.timed_out;
         Ok(obs)
     }
@@ -277,7 +293,10 @@ impl IncidentEnv {
         }
         if commands.len() > MAX_COMMANDS {
             return Ok((
-                Observation::error(call, format!("refused: {} commands in one call; the limit is {MAX_COMMANDS}", commands.len())),
+                Observation::error(
+                    call,
+                    format!("refused: {} commands in one call; the limit is {MAX_COMMANDS}", commands.len()),
+                ),
                 false,
             ));
         }
@@ -285,7 +304,10 @@ impl IncidentEnv {
             "frr" => {
                 let Some(frr) = self.live()?.network().frr(device) else {
                     return Ok((
-                        Observation::error(call, format!("{device} runs no FRR (a host): use dialect `linux`")),
+                        Observation::error(
+                            call,
+                            format!("{device} runs no FRR (a host): use dialect `linux`"),
+                        ),
                         false,
                     ));
                 };
@@ -295,19 +317,33 @@ impl IncidentEnv {
                 let ns = self.ns(device).unwrap_or_default();
                 let mut results = Vec::new();
                 for c in commands {
-                    let result = match exec::run_line(&ns, c, &self.options.exec).await.map_err(|e| self.runtime(e.to_string()))? {
-                        Err(refusal) => vty::CommandResult { command: c.clone(), status: "error", error: refusal.to_string() },
+                    let result = match exec::run_line(&ns, c, &self.options.exec)
+                        .await
+                        .map_err(|e| self.runtime(e.to_string()))?
+                    {
+                        Err(refusal) => vty::CommandResult {
+                            command: c.clone(),
+                            status: "error",
+                            error: refusal.to_string(),
+                        },
                         Ok(out) if out.status == Some(0) && !out.timed_out => {
                             vty::CommandResult { command: c.clone(), status: "success", error: String::new() }
                         }
-                        Ok(out) => vty::CommandResult { command: c.clone(), status: "error", error: out.text.trim().to_string() },
+                        Ok(out) => vty::CommandResult {
+                            command: c.clone(),
+                            status: "error",
+                            error: out.text.trim().to_string(),
+                        },
                     };
                     results.push(result);
                 }
                 results
             }
             other => {
-                return Ok((Observation::error(call, format!("unknown dialect `{other}`; dialects: frr, linux")), false));
+                return Ok((
+                    Observation::error(call, format!("unknown dialect `{other}`; dialects: frr, linux")),
+                    false,
+                ));
             }
         };
         let applied = results.iter().any(|r| r.status == "success");
@@ -339,13 +375,21 @@ impl IncidentEnv {
         Ok(Observation::ok(call, text, Some(json!({"sent": count, "answered": answered}))))
     }
 
-    async fn traceroute(&self, call: &ToolCall, from: &str, to: &str, hops: u64) -> Result<Observation, EnvError> {
+    async fn traceroute(
+        &self,
+        call: &ToolCall,
+        from: &str,
+        to: &str,
+        hops: u64,
+    ) -> Result<Observation, EnvError> {
         let Some(dst) = self.target(to) else {
             return Ok(Observation::error(call, format!("`{to}` is neither an address nor a node")));
         };
         let ns = self.ns(from).unwrap_or_default();
         let max = u8::try_from(hops).unwrap_or(16);
-        let trace = probe::trace(&ns, dst, max, self.options.probe * 2).await.map_err(|e| self.runtime(e.to_string()))?;
+        let trace = probe::trace(&ns, dst, max, self.options.probe * 2)
+            .await
+            .map_err(|e| self.runtime(e.to_string()))?;
         let mut text = format!("traceroute from {from} to {dst}, {max} hops max\n");
         for (i, hop) in trace.hops.iter().enumerate() {
             let shown = match hop {
@@ -369,7 +413,10 @@ impl IncidentEnv {
         let live = self.live()?;
         let Some(spec) = self.lab().and_then(|l| l.services.iter().find(|s| s.name == name)).cloned() else {
             return Ok((
-                Observation::error(call, format!("unknown service `{name}`; services: {}", self.services().join(", "))),
+                Observation::error(
+                    call,
+                    format!("unknown service `{name}`; services: {}", self.services().join(", ")),
+                ),
                 false,
             ));
         };
@@ -397,7 +444,8 @@ impl IncidentEnv {
             };
             return Ok((Observation::ok(call, text, None), false));
         }
-        let action = Action::Service { device: spec.node.clone(), service: name.to_string(), op: op.to_string() };
+        let action =
+            Action::Service { device: spec.node.clone(), service: name.to_string(), op: op.to_string() };
         match live.apply(&action).await {
             Ok(text) => Ok((Observation::ok(call, text, None), true)),
             Err(e) => Ok((Observation::error(call, e.to_string()), false)),
@@ -410,16 +458,23 @@ impl IncidentEnv {
             Err(e) => return Observation::error(call, e),
         };
         if diagnosis.len() > MAX_DIAGNOSIS {
-            return Observation::error(call, format!("{} faults; a diagnosis names at most {MAX_DIAGNOSIS}", diagnosis.len()));
+            return Observation::error(
+                call,
+                format!("{} faults; a diagnosis names at most {MAX_DIAGNOSIS}", diagnosis.len()),
+            );
         }
         let nodes = self.nodes();
         if let Some(bad) = diagnosis.iter().find(|d| !nodes.contains(&d.device)) {
-            return Observation::error(call, format!("unknown device `{}`; devices: {}", bad.device, nodes.join(", ")));
+            return Observation::error(
+                call,
+                format!("unknown device `{}`; devices: {}", bad.device, nodes.join(", ")),
+            );
         }
         let text = if diagnosis.is_empty() {
             "Diagnosis recorded: no fault.".to_string()
         } else {
-            let list: Vec<String> = diagnosis.iter().map(|d| format!("{} on {}", d.fault_type, d.device)).collect();
+            let list: Vec<String> =
+                diagnosis.iter().map(|d| format!("{} on {}", d.fault_type, d.device)).collect();
             format!("Diagnosis recorded: {}. A later submission replaces it.", list.join(", "))
         };
         self.diagnosis = Some(diagnosis);
@@ -428,8 +483,14 @@ impl IncidentEnv {
 }
 
 /// Command lines of the kinds a look or a repair is made of, for the schemas' `examples`.
-const SHOW_EXAMPLES: [&str; 6] =
-    ["show ip ospf neighbor", "show ip route", "show bgp summary", "show running-config", "ip addr show", "nft list ruleset"];
+const SHOW_EXAMPLES: [&str; 6] = [
+    "show ip ospf neighbor",
+    "show ip route",
+    "show bgp summary",
+    "show running-config",
+    "ip addr show",
+    "nft list ruleset",
+];
 const CONFIGURE_EXAMPLES: [&str; 6] = [
     "interface eth1",
     " ip ospf area 0",
@@ -557,9 +618,11 @@ impl Environment for IncidentEnv {
         self.task_id = task.id.clone();
         let setup = setup_of(task).map_err(|e| self.task_err(e))?;
         let faults = faults_of(task).map_err(|e| self.task_err(e))?;
-        let lab = self.labs.get(&setup.lab).cloned().ok_or_else(|| {
-            self.task_err(format!("no lab `{}` in testdata/incident/labs", setup.lab))
-        })?;
+        let lab = self
+            .labs
+            .get(&setup.lab)
+            .cloned()
+            .ok_or_else(|| self.task_err(format!("no lab `{}` in testdata/incident/labs", setup.lab)))?;
         if lab_hash(&lab) != setup.lab_hash {
             return Err(self.task_err(format!(
                 "lab `{}` changed since the task was drawn ({} then, {} now): regenerate the suite",
@@ -569,7 +632,9 @@ impl Environment for IncidentEnv {
             )));
         }
         let started = Instant::now();
-        let live = LiveLab::start(&lab).await.map_err(|e| EnvError::Setup { env: ENV.into(), message: e.to_string() })?;
+        let live = LiveLab::start(&lab)
+            .await
+            .map_err(|e| EnvError::Setup { env: ENV.into(), message: e.to_string() })?;
         self.live = Some(live);
         self.phases.start = started.elapsed();
         let injected = Instant::now();
@@ -603,7 +668,11 @@ impl Environment for IncidentEnv {
         if faults.is_empty() && !health.all_passed() {
             return Err(EnvError::Setup {
                 env: ENV.into(),
-                message: format!("task {}: a healthy control's lab fails {}", task.id, health.describe_failing()),
+                message: format!(
+                    "task {}: a healthy control's lab fails {}",
+                    task.id,
+                    health.describe_failing()
+                ),
             });
         }
         self.current = Some(health);
@@ -616,8 +685,9 @@ impl Environment for IncidentEnv {
     async fn execute(&mut self, call: &ToolCall) -> Result<Observation, EnvError> {
         let nodes = self.nodes();
         let node = |name: &str| -> Option<Observation> {
-            (!nodes.iter().any(|n| n == name))
-                .then(|| Observation::error(call, format!("unknown device `{name}`; devices: {}", nodes.join(", "))))
+            (!nodes.iter().any(|n| n == name)).then(|| {
+                Observation::error(call, format!("unknown device `{name}`; devices: {}", nodes.join(", ")))
+            })
         };
         match call.name.as_str() {
             tools::SHOW => {
@@ -652,15 +722,22 @@ impl Environment for IncidentEnv {
                 }
                 let to = str_arg(call, "to").trim();
                 if call.name == tools::PING {
-                    let count = call.arguments.get("count").and_then(Value::as_u64).unwrap_or(3).clamp(1, MAX_PINGS);
+                    let count =
+                        call.arguments.get("count").and_then(Value::as_u64).unwrap_or(3).clamp(1, MAX_PINGS);
                     self.ping(call, from, to, count).await
                 } else {
-                    let hops = call.arguments.get("max_hops").and_then(Value::as_u64).unwrap_or(MAX_HOPS).clamp(1, MAX_HOPS);
+                    let hops = call
+                        .arguments
+                        .get("max_hops")
+                        .and_then(Value::as_u64)
+                        .unwrap_or(MAX_HOPS)
+                        .clamp(1, MAX_HOPS);
                     self.traceroute(call, from, to, hops).await
                 }
             }
             tools::SERVICE => {
-                let (obs, changed) = self.service(call, str_arg(call, "service"), str_arg(call, "op")).await?;
+                let (obs, changed) =
+                    self.service(call, str_arg(call, "service"), str_arg(call, "op")).await?;
                 if changed {
                     self.observe_change().await?;
                 }
@@ -699,8 +776,11 @@ impl Environment for IncidentEnv {
         let truth: BTreeSet<Diagnosed> = truth(&faults).into_iter().collect();
         let claimed: BTreeSet<Diagnosed> = self.diagnosis.clone().unwrap_or_default().into_iter().collect();
         let diagnosis = agreement(&truth, &claimed);
-        let mut checks: Vec<GoalCheck> =
-            health.results.iter().map(|r| GoalCheck::new(r.name.clone(), r.passed, r.detail.clone())).collect();
+        let mut checks: Vec<GoalCheck> = health
+            .results
+            .iter()
+            .map(|r| GoalCheck::new(r.name.clone(), r.passed, r.detail.clone()))
+            .collect();
         let shown = |s: &BTreeSet<Diagnosed>| {
             if s.is_empty() {
                 "no fault".to_string()
@@ -743,18 +823,21 @@ mod tests {
         insta::assert_json_snapshot!("tools_before_reset", tool_specs(&[], &[]));
         let devices: Vec<String> = ["r1", "r2", "h1"].iter().map(|s| s.to_string()).collect();
         let specs = tool_specs(&devices, &["web".to_string()]);
-        let submit = specs.iter().find(|t| t.name == tools::SUBMIT).map(|t| t.parameters.clone()).unwrap_or_default();
+        let submit =
+            specs.iter().find(|t| t.name == tools::SUBMIT).map(|t| t.parameters.clone()).unwrap_or_default();
         assert_eq!(submit["properties"]["faults"]["items"]["properties"]["device"]["enum"], json!(devices));
         let types = &submit["properties"]["faults"]["items"]["properties"]["type"]["enum"];
         assert_eq!(types.as_array().map(Vec::len), Some(FaultType::ALL.len()));
-        let show = specs.iter().find(|t| t.name == tools::SHOW).map(|t| t.parameters.clone()).unwrap_or_default();
+        let show =
+            specs.iter().find(|t| t.name == tools::SHOW).map(|t| t.parameters.clone()).unwrap_or_default();
         assert_eq!(show["properties"]["device"]["enum"], json!(devices));
     }
 
     #[test]
     fn a_diagnosis_is_checked_against_the_schema() {
         let specs = tool_specs(&["r1".to_string()], &[]);
-        let submit = specs.iter().find(|t| t.name == tools::SUBMIT).map(|t| t.parameters.clone()).unwrap_or_default();
+        let submit =
+            specs.iter().find(|t| t.name == tools::SUBMIT).map(|t| t.parameters.clone()).unwrap_or_default();
         let ok = json!({"faults": [{"device": "r1", "type": "interface_down"}]});
         assert!(netdojo_core::schema::validate(&submit, &ok).is_ok());
         for bad in [

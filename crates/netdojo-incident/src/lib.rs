@@ -7,10 +7,10 @@
 //! services ([`services`]) started, its checks run from inside it ([`health`]).
 
 pub mod catalogue;
-pub mod error;
-pub mod fault;
 pub mod docs;
 pub mod env;
+pub mod error;
+pub mod fault;
 pub mod faults;
 pub mod generate;
 pub mod health;
@@ -22,9 +22,9 @@ pub mod task;
 pub mod verify;
 
 pub use catalogue::{Category, FaultType};
+pub use env::{IncidentEnv, IncidentFactory, IncidentOptions};
 pub use error::IncidentError;
 pub use fault::{Action, Fault};
-pub use env::{IncidentEnv, IncidentFactory, IncidentOptions};
 pub use generate::IncidentGenerator;
 pub use health::{CheckResult, Health};
 pub use lab::{Check, Lab, LabError, Service, ServiceKind};

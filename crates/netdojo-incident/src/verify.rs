@@ -31,7 +31,11 @@ pub struct Patience {
 
 impl Default for Patience {
     fn default() -> Self {
-        Self { symptom: Duration::from_secs(8), confirm: Duration::from_secs(2), repair: Duration::from_secs(15) }
+        Self {
+            symptom: Duration::from_secs(8),
+            confirm: Duration::from_secs(2),
+            repair: Duration::from_secs(15),
+        }
     }
 }
 
@@ -89,7 +93,12 @@ async fn start(lab: &Lab) -> Result<LiveLab, TaskError> {
 impl IncidentGenerator {
     /// Task `index`, verified on the live lab (see the module). Healthy controls are not
     /// started: [`LiveLab::start`] already refuses a lab that is not healthy.
-    pub async fn verified(&self, seed: u64, index: u64, patience: Patience) -> Result<(Task, Report), TaskError> {
+    pub async fn verified(
+        &self,
+        seed: u64,
+        index: u64,
+        patience: Patience,
+    ) -> Result<(Task, Report), TaskError> {
         let started = Instant::now();
         let draw = self.draw(seed, index)?;
         let mut report = Report::default();
@@ -124,7 +133,10 @@ impl IncidentGenerator {
                             .map(|p| p.fault.device.clone())
                             .collect();
                         pick = self.next_pick(&draw.lab, &pick, &taken, &tried).ok_or_else(|| {
-                            gen_err(format!("task {index}: lab {} has no fault left that shows a symptom", draw.lab))
+                            gen_err(format!(
+                                "task {index}: lab {} has no fault left that shows a symptom",
+                                draw.lab
+                            ))
                         })?;
                     }
                 }

@@ -78,9 +78,18 @@ async fn mistakes_and_hostile_calls_are_failed_steps_and_a_control_stays_healthy
         ToolCall::new(tools::SHOW, json!({"device": host, "command": "show ip route"})),
         ToolCall::new(tools::SHOW, json!({"device": router, "command": "ip link set eth1 down"})),
         ToolCall::new(tools::SHOW, json!({"device": "nope", "command": "ip addr"})),
-        ToolCall::new(tools::CONFIGURE, json!({"device": router, "dialect": "linux", "commands": ["rm -rf /"]})),
-        ToolCall::new(tools::CONFIGURE, json!({"device": router, "dialect": "frr", "commands": ["log file /etc/passwd"]})),
-        ToolCall::new(tools::CONFIGURE, json!({"device": host, "dialect": "frr", "commands": ["router ospf"]})),
+        ToolCall::new(
+            tools::CONFIGURE,
+            json!({"device": router, "dialect": "linux", "commands": ["rm -rf /"]}),
+        ),
+        ToolCall::new(
+            tools::CONFIGURE,
+            json!({"device": router, "dialect": "frr", "commands": ["log file /etc/passwd"]}),
+        ),
+        ToolCall::new(
+            tools::CONFIGURE,
+            json!({"device": host, "dialect": "frr", "commands": ["router ospf"]}),
+        ),
         ToolCall::new(tools::PING, json!({"from": host, "to": "not-a-node"})),
         ToolCall::new(tools::SERVICE, json!({"service": "nope", "op": "stop"})),
         ToolCall::new(tools::SUBMIT, json!({"faults": [{"device": "r99", "type": "interface_down"}]})),
