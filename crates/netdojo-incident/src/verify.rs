@@ -86,6 +86,29 @@ async fn try_fault(live: &LiveLab, pick: &Pick, patience: Patience) -> Result<Ve
     Ok(seen)
 }
 
+/// How many times the last fault of a task is replaced when the faults together fail.
+const MAX_JOINT_REDRAWS: usize = 4;
+
+/// All `picks` injected together: the checks they break; `Err` when they break none or their
+/// repairs (last fault first) do not bring the lab back.
+async fn try_joint(live: &LiveLab, picks: &[Pick], patience: Patience) -> Result<Vec<String>, String> {
+    for pick in picks {
+        apply_all(live, &pick.fault.inject).await.map_err(|e| format!("injection failed: {e}"))?;
+    }
+    let seen = symptom(live, patience).await;
+    for pick in picks.iter().rev() {
+        apply_all(live, &pick.fault.repair).await.map_err(|e| format!("repair failed: {e}"))?;
+    }
+    let back = live.wait_health(Health::all_passed, patience.repair).await;
+    if !back.all_passed() {
+        return Err(format!("are not repaired by their repairs: {}", back.describe_failing()));
+    }
+    if seen.is_empty() {
+        return Err("break no check".into());
+    }
+    Ok(seen)
+}
+
 async fn start(lab: &Lab) -> Result<LiveLab, TaskError> {
     LiveLab::start(lab).await.map_err(|e| gen_err(format!("lab {}: {e}", lab.name)))
 }
@@ -143,27 +166,59 @@ impl IncidentGenerator {
             }
             picks.push(pick);
         }
-        // All together: the joint symptom, then the oracle's repair (last fault first).
-        for pick in &picks {
-            apply_all(&live, &pick.fault.inject).await.map_err(|e| gen_err(format!("task {index}: {e}")))?;
-        }
-        let joint = symptom(&live, patience).await;
-        for pick in picks.iter().rev() {
-            apply_all(&live, &pick.fault.repair).await.map_err(|e| gen_err(format!("task {index}: {e}")))?;
-        }
-        let back = live.wait_health(Health::all_passed, patience.repair).await;
-        live.stop().await;
-        if joint.is_empty() || !back.all_passed() {
-            return Err(gen_err(format!(
-                "task {index} on lab {}: the faults together {}",
-                draw.lab,
-                if joint.is_empty() {
-                    "break no check".to_string()
-                } else {
-                    format!("are not repaired by their repairs: {}", back.describe_failing())
+        // All together: the joint symptom, then the oracle's repair (last fault first). Faults
+        // that interfere (a repair that does not undo its fault while another is present, an
+        // LSA of a duplicate router-id outliving its repair) fail here: the last fault is then
+        // replaced as above, on a fresh lab, and the whole is tried again.
+        let mut joint = Vec::new();
+        // One fault: its own measurement is the joint one.
+        let attempts = if picks.len() == 1 {
+            joint = picks[0].fault.symptom.clone();
+            0
+        } else {
+            MAX_JOINT_REDRAWS + 1
+        };
+        for attempt in 0..attempts {
+            match try_joint(&live, &picks, patience).await {
+                Ok(seen) => {
+                    joint = seen;
+                    break;
                 }
-            )));
+                Err(why) if attempt < MAX_JOINT_REDRAWS && picks.len() > 1 => {
+                    let Some(last) = picks.pop() else { break };
+                    report.redrawn.push(format!("{} on {} with the others: {why}", last.fault_type, last.fault.device));
+                    live.stop().await;
+                    live = start(lab).await?;
+                    let taken: BTreeSet<String> = picks.iter().map(|p| p.fault.device.clone()).collect();
+                    let mut pick = last;
+                    loop {
+                        pick = self.next_pick(&draw.lab, &pick, &taken, &tried).ok_or_else(|| {
+                            gen_err(format!("task {index}: lab {} has no fault left that combines", draw.lab))
+                        })?;
+                        tried.insert((pick.fault_type, pick.candidate));
+                        match try_fault(&live, &pick, patience).await {
+                            Ok(seen) => {
+                                pick.fault.symptom = seen;
+                                break;
+                            }
+                            Err(why) => {
+                                report.redrawn.push(format!("{} on {}: {why}", pick.fault_type, pick.fault.device));
+                                if !live.health().await.all_passed() {
+                                    live.stop().await;
+                                    live = start(lab).await?;
+                                }
+                            }
+                        }
+                    }
+                    picks.push(pick);
+                }
+                Err(why) => {
+                    live.stop().await;
+                    return Err(gen_err(format!("task {index} on lab {}: the faults together {why}", draw.lab)));
+                }
+            }
         }
+        live.stop().await;
         let verified = Draw { lab: draw.lab.clone(), picks };
         let task = self.task(seed, index, &verified, Some(joint))?;
         report.took = started.elapsed();
