@@ -2,12 +2,22 @@
 //! (every [`lab::Check`] passes), one to three faults from [`catalogue::FaultType`] injected on
 //! it as an operator would have typed them ([`fault::Fault`]), and a brief that reports only the
 //! symptom. The agent diagnoses (which device, which fault type) and repairs; both are scored.
+//!
+//! A lab runs as a [`live::LiveLab`]: its network built from real namespaces and FRR, its
+//! services ([`services`]) started, its checks run from inside it ([`health`]).
 
 pub mod catalogue;
+pub mod error;
 pub mod fault;
 pub mod faults;
+pub mod health;
 pub mod lab;
+pub mod live;
+pub mod services;
 
 pub use catalogue::{Category, FaultType};
+pub use error::IncidentError;
 pub use fault::{Action, Fault};
+pub use health::{CheckResult, Health};
 pub use lab::{Check, Lab, LabError, Service, ServiceKind};
+pub use live::LiveLab;

@@ -1,0 +1,272 @@
+//! A lab brought up: netdojo-linux's [`Network`] (namespaces, links, FRR with the routers'
+//! startup configurations), the lab's `linux` lines run, its services started, and every health
+//! check passing. Readiness is polled from the checks themselves (no fixed sleep): the lab is
+//! up the moment its last check passes.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use netdojo_linux::exec;
+use netdojo_linux::network::{BuildTimes, Network};
+use netdojo_linux::topology::{IPV4_ONLY, NodeKind, Topology};
+use tokio::sync::Mutex;
+
+use crate::error::IncidentError;
+use crate::fault::Action;
+use crate::health::{self, AddressBook, Health, Patience};
+use crate::lab::Lab;
+use crate::services::Services;
+
+/// How long [`LiveLab::start`] waits for every check to pass.
+pub const CONVERGENCE: Duration = Duration::from_secs(20);
+
+/// What each phase of [`LiveLab::start`] took.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct StartTimes {
+    /// Namespaces, links, addresses, FRR started and configured (netdojo-linux's phases).
+    pub network: BuildTimes,
+    /// The lab's `linux` lines.
+    pub linux: Duration,
+    /// Starting the services' processes.
+    pub services: Duration,
+    /// From then until every check passed.
+    pub converge: Duration,
+    pub total: Duration,
+}
+
+/// A running lab.
+#[derive(Debug)]
+pub struct LiveLab {
+    lab: Lab,
+    book: AddressBook,
+    services: Mutex<Services>,
+    times: StartTimes,
+    // Last: dropped after the services, which run in its namespaces.
+    network: Network,
+}
+
+/// The topology netdojo-linux builds for `lab`: the lab's, with the sysctls every lab node gets
+/// (a node's own setting wins). ICMP errors are not rate-limited, so that traces and repeated
+/// health rounds see every hop; IPv6 is off unless the lab uses it, and then addresses skip
+/// duplicate address detection and routers forward IPv6.
+pub fn topology_of(lab: &Lab) -> Topology {
+    let mut topology = lab.topology();
+    for (_, node) in topology.topology.nodes.0.iter_mut() {
+        let mut add = |k: &str, v: &str| {
+            node.sysctls.entry(k.to_string()).or_insert_with(|| v.to_string());
+        };
+        add("net.ipv4.icmp_ratelimit", "0");
+        if lab.ipv6 {
+            add("net.ipv6.icmp.ratelimit", "0");
+            add("net.ipv6.conf.all.accept_dad", "0");
+            add("net.ipv6.conf.default.accept_dad", "0");
+            if node.kind == NodeKind::Frr {
+                add("net.ipv6.conf.all.forwarding", "1");
+            }
+        } else {
+            for (k, v) in IPV4_ONLY {
+                add(k, v);
+            }
+        }
+    }
+    topology
+}
+
+impl LiveLab {
+    /// Builds the lab and waits (up to [`CONVERGENCE`]) until every check passes.
+    pub async fn start(lab: &Lab) -> Result<LiveLab, IncidentError> {
+        Self::start_within(lab, CONVERGENCE).await
+    }
+
+    /// [`start`](Self::start) with its own bound on convergence. On failure the error names the
+    /// checks still failing, and everything started is stopped.
+    pub async fn start_within(lab: &Lab, convergence: Duration) -> Result<LiveLab, IncidentError> {
+        let start = Instant::now();
+        let (network, built) = Network::build(topology_of(lab))
+            .await
+            .map_err(|source| IncidentError::Network { lab: lab.name.clone(), source })?;
+        let services =
+            Services::new(&lab.services, |n| network.ns_name(n).map(str::to_string), lab.ipv6).map_err(
+                |message| IncidentError::Service { lab: lab.name.clone(), service: "*".into(), message },
+            )?;
+        let mut live = LiveLab {
+            lab: lab.clone(),
+            book: AddressBook::of(lab),
+            services: Mutex::new(services),
+            times: StartTimes { network: built, ..StartTimes::default() },
+            network,
+        };
+        let t = Instant::now();
+        live.run_linux().await?;
+        live.times.linux = t.elapsed();
+        let t = Instant::now();
+        live.services.lock().await.start_all().await.map_err(|message| IncidentError::Service {
+            lab: lab.name.clone(),
+            service: "*".into(),
+            message,
+        })?;
+        live.times.services = t.elapsed();
+        let t = Instant::now();
+        let health = live.wait_health(Health::all_passed, convergence).await;
+        if !health.all_passed() {
+            return Err(IncidentError::NotHealthy {
+                lab: lab.name.clone(),
+                waited: t.elapsed(),
+                failing: health.describe_failing(),
+            });
+        }
+        live.times.converge = t.elapsed();
+        live.times.total = start.elapsed();
+        Ok(live)
+    }
+
+    /// The lab's `linux` lines: nodes concurrently, each node's lines in order.
+    async fn run_linux(&self) -> Result<(), IncidentError> {
+        let per_node = self.lab.linux.iter().map(|(node, lines)| async move {
+            for line in lines {
+                self.run_linux_line(node, line).await?;
+            }
+            Ok::<_, IncidentError>(())
+        });
+        futures::future::try_join_all(per_node).await?;
+        Ok(())
+    }
+
+    async fn run_linux_line(&self, device: &str, line: &str) -> Result<String, IncidentError> {
+        let lab = &self.lab.name;
+        let ns = self.ns(device)?;
+        let command = exec::trusted(line).map_err(|e| IncidentError::Apply {
+            lab: lab.clone(),
+            device: device.into(),
+            message: format!("`{line}`: {e}"),
+        })?;
+        let out = exec::run(ns, &command, &exec::Policy::default())
+            .await
+            .map_err(|source| IncidentError::Exec { lab: lab.clone(), device: device.into(), source })?;
+        if out.status != Some(0) {
+            return Err(IncidentError::Apply {
+                lab: lab.clone(),
+                device: device.into(),
+                message: format!("`{line}` failed: {}", out.text.trim()),
+            });
+        }
+        Ok(out.text)
+    }
+
+    fn ns(&self, node: &str) -> Result<&str, IncidentError> {
+        self.network
+            .ns_name(node)
+            .ok_or_else(|| IncidentError::NoNode { lab: self.lab.name.clone(), node: node.into() })
+    }
+
+    /// Runs every check once, concurrently, with the patience of a verdict.
+    pub async fn health(&self) -> Health {
+        health::run_all(&self.network, &self.lab, &self.book, Patience::VERDICT).await
+    }
+
+    /// Polls the checks until `want` holds or `timeout` passes; returns the last health seen.
+    /// Each round's probes wait [`Patience::POLL`], so a round that fails costs little.
+    pub async fn wait_health(&self, want: impl Fn(&Health) -> bool, timeout: Duration) -> Health {
+        let start = Instant::now();
+        loop {
+            let health = health::run_all(&self.network, &self.lab, &self.book, Patience::POLL).await;
+            if want(&health) || start.elapsed() >= timeout {
+                return health;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Applies one operator change: vtysh configuration lines (one vtysh call), a `linux`
+    /// dialect line (contained in the node's namespace), or a service operation. Returns what
+    /// the device printed; a refusal is [`IncidentError::Apply`].
+    pub async fn apply(&self, action: &Action) -> Result<String, IncidentError> {
+        let lab = &self.lab.name;
+        match action {
+            Action::Vtysh { device, lines } => {
+                self.ns(device)?;
+                let frr = self
+                    .network
+                    .frr(device)
+                    .ok_or_else(|| IncidentError::NotRouter { lab: lab.clone(), node: device.clone() })?;
+                let out = frr.apply_file(&(lines.join("\n") + "\n")).await.map_err(|source| {
+                    IncidentError::Frr { lab: lab.clone(), device: device.clone(), source }
+                })?;
+                if !out.success() {
+                    return Err(IncidentError::Apply {
+                        lab: lab.clone(),
+                        device: device.clone(),
+                        message: format!("vtysh refused: {}", out.text().trim()),
+                    });
+                }
+                Ok(out.text())
+            }
+            Action::Linux { device, line } => self.run_linux_line(device, line).await,
+            Action::Service { device, service, op } => {
+                let mut services = self.services.lock().await;
+                match services.node_of(service) {
+                    Some(node) if node == device => {}
+                    Some(node) => {
+                        return Err(IncidentError::Service {
+                            lab: lab.clone(),
+                            service: service.clone(),
+                            message: format!("runs on {node}, not on {device}"),
+                        });
+                    }
+                    None => {
+                        return Err(IncidentError::Service {
+                            lab: lab.clone(),
+                            service: service.clone(),
+                            message: "no such service in this lab".into(),
+                        });
+                    }
+                }
+                services.apply(service, op).await.map_err(|message| IncidentError::Service {
+                    lab: lab.clone(),
+                    service: service.clone(),
+                    message,
+                })
+            }
+        }
+    }
+
+    /// Each service as it is now: port, records, and whether it runs.
+    pub async fn services(&self) -> BTreeMap<String, (crate::lab::Service, bool)> {
+        let mut services = self.services.lock().await;
+        let names: Vec<String> = self.lab.services.iter().map(|s| s.name.clone()).collect();
+        let mut out = BTreeMap::new();
+        for name in names {
+            let running = services.running(&name);
+            if let Some(spec) = services.spec(&name) {
+                out.insert(name, (spec.clone(), running));
+            }
+        }
+        out
+    }
+
+    pub fn network(&self) -> &Network {
+        &self.network
+    }
+
+    pub fn lab(&self) -> &Lab {
+        &self.lab
+    }
+
+    /// Who owns which address (a trace's hops are named by it).
+    pub fn addresses(&self) -> &AddressBook {
+        &self.book
+    }
+
+    /// What [`start`](Self::start) spent in each phase.
+    pub fn times(&self) -> StartTimes {
+        self.times
+    }
+
+    /// Stops the services and FRR and deletes every namespace, on a blocking thread (spawn it
+    /// to keep it off an episode's critical path).
+    pub async fn stop(self) {
+        let LiveLab { services, network, .. } = self;
+        services.into_inner().stop_all();
+        let _ = tokio::task::spawn_blocking(move || drop(network)).await;
+    }
+}
