@@ -29,7 +29,7 @@ impl Patience {
     pub const VERDICT: Patience = Patience { probe: Duration::from_millis(1000) };
     /// For polling until a state is reached: a failing round costs little, the next round
     /// retries.
-    pub const POLL: Patience = Patience { probe: Duration::from_millis(250) };
+    pub const POLL: Patience = Patience { probe: Duration::from_millis(150) };
 }
 
 /// One check's outcome.
@@ -185,10 +185,9 @@ async fn evaluate(
         }
         Check::Path { from, to, via } => {
             let dst = resolve(book, to)?;
-            let trace =
-                probe::trace(ns_of(network, from)?, dst, 16, patience.probe.max(Duration::from_millis(400)))
-                    .await
-                    .map_err(|e| e.to_string())?;
+            let trace = probe::trace(ns_of(network, from)?, dst, 16, patience.probe)
+                .await
+                .map_err(|e| e.to_string())?;
             let names: Vec<Option<&str>> = trace.hops.iter().map(|h| h.and_then(|a| book.owner(a))).collect();
             let shown: Vec<String> = trace
                 .hops

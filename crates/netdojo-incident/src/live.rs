@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use netdojo_linux::exec;
 use netdojo_linux::network::{BuildTimes, Network};
+use netdojo_linux::pool::{PoolHandle, RouterSpec};
 use netdojo_linux::topology::{IPV4_ONLY, NodeKind, Topology};
 use tokio::sync::Mutex;
 
@@ -45,28 +46,60 @@ pub struct LiveLab {
     network: Network,
 }
 
-/// The topology netdojo-linux builds for `lab`: the lab's, with the sysctls every lab node gets
-/// (a node's own setting wins). ICMP errors are not rate-limited, so that traces and repeated
-/// health rounds see every hop; IPv6 is off unless the lab uses it, and then addresses skip
-/// duplicate address detection and routers forward IPv6.
+/// The FRR daemons every router of every lab runs (besides zebra and staticd): one router
+/// description for all labs, so that one warm pool ([`router_spec`]) serves every router, and
+/// an operator (or an agent) can configure any protocol anywhere, as on a real router.
+pub const DAEMONS: [&str; 3] = ["ospfd", "bgpd", "ospf6d"];
+
+/// The sysctls every node of a lab gets (a node's own setting wins). ICMP errors are not
+/// rate-limited, so that traces and repeated health rounds see every hop; IPv6 is off unless
+/// the lab uses it, and then addresses skip duplicate address detection and routers forward
+/// IPv6.
+fn base_sysctls(ipv6: bool, router: bool) -> BTreeMap<String, String> {
+    let mut s = BTreeMap::new();
+    let mut add = |k: &str, v: &str| {
+        s.insert(k.to_string(), v.to_string());
+    };
+    add("net.ipv4.icmp_ratelimit", "0");
+    if ipv6 {
+        add("net.ipv6.icmp.ratelimit", "0");
+        add("net.ipv6.conf.all.accept_dad", "0");
+        add("net.ipv6.conf.default.accept_dad", "0");
+        if router {
+            add("net.ipv6.conf.all.forwarding", "1");
+        }
+    } else {
+        for (k, v) in IPV4_ONLY {
+            add(k, v);
+        }
+    }
+    s
+}
+
+/// What a warm pool's routers must be to serve the routers of labs with (`ipv6`) or without
+/// IPv6: [`DAEMONS`] and the base sysctls. A router with sysctls of its own (an `rp_filter`)
+/// starts fresh instead.
+pub fn router_spec(ipv6: bool) -> RouterSpec {
+    RouterSpec { daemons: DAEMONS.iter().map(|d| d.to_string()).collect(), sysctls: base_sysctls(ipv6, true) }
+}
+
+/// The topology netdojo-linux builds for `lab`: the lab's, every router running [`DAEMONS`]
+/// (and any other its node lists), every node with the base sysctls under its own.
 pub fn topology_of(lab: &Lab) -> Topology {
     let mut topology = lab.topology();
     for (_, node) in topology.topology.nodes.0.iter_mut() {
-        let mut add = |k: &str, v: &str| {
-            node.sysctls.entry(k.to_string()).or_insert_with(|| v.to_string());
-        };
-        add("net.ipv4.icmp_ratelimit", "0");
-        if lab.ipv6 {
-            add("net.ipv6.icmp.ratelimit", "0");
-            add("net.ipv6.conf.all.accept_dad", "0");
-            add("net.ipv6.conf.default.accept_dad", "0");
-            if node.kind == NodeKind::Frr {
-                add("net.ipv6.conf.all.forwarding", "1");
+        let router = node.kind == NodeKind::Frr;
+        for (k, v) in base_sysctls(lab.ipv6, router) {
+            node.sysctls.entry(k).or_insert(v);
+        }
+        if router {
+            let mut daemons: Vec<String> = DAEMONS.iter().map(|d| d.to_string()).collect();
+            for d in &node.daemons {
+                if !daemons.contains(d) {
+                    daemons.push(d.clone());
+                }
             }
-        } else {
-            for (k, v) in IPV4_ONLY {
-                add(k, v);
-            }
+            node.daemons = daemons;
         }
     }
     topology
@@ -81,8 +114,19 @@ impl LiveLab {
     /// [`start`](Self::start) with its own bound on convergence. On failure the error names the
     /// checks still failing, and everything started is stopped.
     pub async fn start_within(lab: &Lab, convergence: Duration) -> Result<LiveLab, IncidentError> {
+        Self::start_with(lab, None, convergence).await
+    }
+
+    /// [`start_within`](Self::start_within), with the routers that match `pool`'s
+    /// [`router_spec`] taken from it (daemons already running): setup is then links,
+    /// configuration and convergence. They go back to the pool at [`stop`](Self::stop).
+    pub async fn start_with(
+        lab: &Lab,
+        pool: Option<&PoolHandle>,
+        convergence: Duration,
+    ) -> Result<LiveLab, IncidentError> {
         let start = Instant::now();
-        let (network, built) = Network::build(topology_of(lab))
+        let (network, built) = Network::build_with(topology_of(lab), pool)
             .await
             .map_err(|source| IncidentError::Network { lab: lab.name.clone(), source })?;
         let services =
@@ -170,6 +214,7 @@ impl LiveLab {
         let start = Instant::now();
         loop {
             let health = health::run_all(&self.network, &self.lab, &self.book, Patience::POLL).await;
+            tracing::debug!(lab = %self.lab.name, elapsed = ?start.elapsed(), failing = %health.describe_failing(), "health round");
             if want(&health) || start.elapsed() >= timeout {
                 return health;
             }

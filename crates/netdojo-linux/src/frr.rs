@@ -336,6 +336,28 @@ impl Frr {
         lines: &[String],
         timeout: Duration,
     ) -> Result<Vec<String>, FrrError> {
+        let answers = self.vty_raw(daemon, lines, timeout).await?;
+        let mut outputs = Vec::with_capacity(answers.len());
+        for (line, (status, text)) in lines.iter().zip(answers) {
+            if status != 0 {
+                return Err(FrrError::Io {
+                    router: self.router.clone(),
+                    what: format!("{daemon} vty"),
+                    source: std::io::Error::other(format!("`{line}`: {}", text.trim())),
+                });
+            }
+            outputs.push(text);
+        }
+        Ok(outputs)
+    }
+
+    /// [`vty`](Self::vty)'s exchange: each line's status (0: success) and output.
+    async fn vty_raw(
+        &self,
+        daemon: &str,
+        lines: &[String],
+        timeout: Duration,
+    ) -> Result<Vec<(u8, String)>, FrrError> {
         let path = Path::new(FRR_STATE).join(&self.ns).join(format!("{daemon}.vty"));
         let talk = async {
             use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -353,10 +375,7 @@ impl Frr {
                     answer.extend_from_slice(&buf[..n]);
                 }
                 let text = String::from_utf8_lossy(&answer[..answer.len() - 4]).into_owned();
-                if answer[answer.len() - 1] != 0 {
-                    return Err(std::io::Error::other(format!("`{line}`: {}", text.trim())));
-                }
-                outputs.push(text);
+                outputs.push((answer[answer.len() - 1], text));
             }
             Ok(outputs)
         };
@@ -371,9 +390,11 @@ impl Frr {
     }
 
     /// One `show` command answered by `daemon` on its vty socket (see [`vty`](Self::vty)).
+    /// Its output is returned whatever its status: a `show` that finds nothing (`show ip route
+    /// PREFIX json` answers `{}`) ends with a warning status.
     pub async fn show(&self, daemon: &str, command: &str) -> Result<String, FrrError> {
-        let mut out = self.vty(daemon, &[command.to_string()], Duration::from_secs(5)).await?;
-        Ok(out.pop().unwrap_or_default())
+        let mut out = self.vty_raw(daemon, &[command.to_string()], Duration::from_secs(5)).await?;
+        Ok(out.pop().map(|(_, text)| text).unwrap_or_default())
     }
 
     /// Empties the daemons' logs and removes the files that configuration commands left in the

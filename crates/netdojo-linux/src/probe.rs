@@ -35,13 +35,13 @@ async fn in_ns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'stat
     })?
 }
 
-/// Whether `dst` answers an ICMP echo from `ns` within `timeout` (resent every 100 ms).
+/// Whether `dst` answers an ICMP echo from `ns` within `timeout` (resent every 50 ms).
 pub async fn ping(ns: &str, dst: IpAddr, timeout: Duration) -> Result<bool, NetnsError> {
     in_ns(ns, move || ping_blocking(dst, timeout).unwrap_or(false)).await
 }
 
 /// A trace from `ns` to `dst`, TTL 1 to `max_hops`, all probes sent at once and the silent ones
-/// resent every 100 ms until `timeout` or until every hop up to the destination has answered.
+/// resent every 50 ms until `timeout` or until every hop up to the destination has answered.
 pub async fn trace(ns: &str, dst: IpAddr, max_hops: u8, timeout: Duration) -> Result<Trace, NetnsError> {
     in_ns(ns, move || trace_blocking(dst, max_hops, timeout).unwrap_or_default()).await
 }
@@ -146,7 +146,7 @@ fn ping_blocking(dst: IpAddr, timeout: Duration) -> io::Result<bool> {
             // A send error (no route yet) is a ping that is lost; the next one may pass.
             let _ = send_to(&socket, &echo(v6, id, seq), dst);
             seq = seq.wrapping_add(1);
-            next_send += Duration::from_millis(100);
+            next_send += Duration::from_millis(50);
         }
         let wait = next_send.min(timeout).saturating_sub(start.elapsed()).max(Duration::from_millis(1));
         socket.set_read_timeout(Some(wait))?;
@@ -196,7 +196,7 @@ fn trace_blocking(dst: IpAddr, max_hops: u8, timeout: Duration) -> io::Result<Tr
                 }
                 let _ = send_to(&socket, &echo(v6, id, ttl as u16), dst);
             }
-            next_send += Duration::from_millis(100);
+            next_send += Duration::from_millis(50);
         }
         let wait = next_send.min(timeout).saturating_sub(start.elapsed()).max(Duration::from_millis(1));
         socket.set_read_timeout(Some(wait))?;
