@@ -345,9 +345,24 @@ fn ospf_area_mismatch(view: &View) -> Vec<Candidate> {
         let o = &router.ospf_ifaces[i];
         let b = unused_area(view, &o.area);
         let (inject, repair) = match &o.network {
+            // FRR refuses a new area on an interface before the old one is removed.
             None => (
-                vec![vtysh(r, &[format!("interface {i}"), format!(" ip ospf area {b}")])],
-                vec![vtysh(r, &[format!("interface {i}"), format!(" ip ospf area {}", o.area)])],
+                vec![vtysh(
+                    r,
+                    &[
+                        format!("interface {i}"),
+                        format!(" no ip ospf area {}", o.area),
+                        format!(" ip ospf area {b}"),
+                    ],
+                )],
+                vec![vtysh(
+                    r,
+                    &[
+                        format!("interface {i}"),
+                        format!(" no ip ospf area {b}"),
+                        format!(" ip ospf area {}", o.area),
+                    ],
+                )],
             ),
             Some(line) if network_covers(router, line) == 1 => {
                 let prefix = words(line).get(1).copied().unwrap_or_default().to_string();
@@ -919,39 +934,43 @@ fn sanitize(s: &str) -> String {
 }
 
 fn bgp_route_map_deny(view: &View) -> Vec<Candidate> {
+    // The operator attaches a route-map that denies everything to the session (in place of
+    // the one it had, if any). Attaching takes effect at once, whatever the lab's route-map
+    // delay timer (a changed route-map waits for it; with `bgp route-map delay-timer 0`, for
+    // ever).
     let mut out = Vec::new();
     for (r, n) in checked_sessions(view) {
-        let af = n.lines.iter().find_map(|(af, _)| af.clone()).or_else(|| default_af(r));
-        let existing = n.lines.iter().find_map(|(_, l)| match words(l)[..] {
-            [_, _, "route-map", name, "in"] => Some(name.to_string()),
+        let existing = n.lines.iter().find_map(|(af, l)| match words(l)[..] {
+            [_, _, "route-map", name, "in"] => Some((af.clone(), name.to_string())),
             _ => None,
         });
-        let (inject, repair, detail) = match existing {
-            Some(rm) => (
-                vec![vtysh(&r.name, &[format!("route-map {rm} deny 1")])],
-                vec![vtysh(&r.name, &[format!("no route-map {rm} deny 1")])],
-                format!("{}'s route-map {rm} (in from {}) starts with a deny-all entry", r.name, n.addr),
-            ),
-            None => {
-                let rm = format!("FROM-{}", sanitize(&n.addr));
-                let mut inject = vec![format!("route-map {rm} deny 10"), "exit".into()];
-                inject.extend(in_bgp(r, &af, &[format!("neighbor {} route-map {rm} in", n.addr)]));
-                let mut repair = in_bgp(r, &af, &[format!("no neighbor {} route-map {rm} in", n.addr)]);
-                repair.push("exit".into());
-                repair.push(format!("no route-map {rm} deny 10"));
-                (
-                    vec![vtysh(&r.name, &inject)],
-                    vec![vtysh(&r.name, &repair)],
-                    format!(
-                        "{} applies route-map {rm}, which denies everything, to routes from {}",
-                        r.name, n.addr
-                    ),
-                )
-            }
+        let af = existing
+            .as_ref()
+            .map(|(af, _)| af.clone())
+            .unwrap_or_else(|| n.lines.iter().find_map(|(af, _)| af.clone()).or_else(|| default_af(r)));
+        let rm = format!("FROM-{}", sanitize(&n.addr));
+        let mut inject = vec![format!("route-map {rm} deny 10"), "exit".into()];
+        inject.extend(in_bgp(r, &af, &[format!("neighbor {} route-map {rm} in", n.addr)]));
+        let restore = match &existing {
+            Some((_, old)) => format!("neighbor {} route-map {old} in", n.addr),
+            None => format!("no neighbor {} route-map {rm} in", n.addr),
         };
+        let mut repair = in_bgp(r, &af, &[restore]);
+        repair.push("exit".into());
+        repair.push(format!("no route-map {rm} deny 10"));
+        let instead = existing.map(|(_, old)| format!(" instead of {old}")).unwrap_or_default();
         out.push(
-            cand(FaultType::BgpRouteMapDeny, &r.name, detail, inject, repair)
-                .touching([session_touch(view, r, &n.addr)]),
+            cand(
+                FaultType::BgpRouteMapDeny,
+                &r.name,
+                format!(
+                    "{} applies route-map {rm}, which denies everything, to routes from {}{instead}",
+                    r.name, n.addr
+                ),
+                vec![vtysh(&r.name, &inject)],
+                vec![vtysh(&r.name, &repair)],
+            )
+            .touching([session_touch(view, r, &n.addr)]),
         );
     }
     out
@@ -1325,12 +1344,96 @@ fn static_matters(view: &View, prefix: Cidr) -> bool {
     flows_touch(view, prefix)
 }
 
+/// The far ends of the flows of the hosts behind `r` (where they send to, and where flows to
+/// them come from).
+fn far_ends(view: &View, r: &str) -> Vec<Ipv4Addr> {
+    let behind = |h: &str| view.gateway_router(h).is_some_and(|(g, _)| g == r);
+    view.flows
+        .iter()
+        .filter_map(|f| {
+            if behind(&f.from) {
+                Some(f.to)
+            } else if f.owner.as_deref().is_some_and(behind) {
+                view.node_address(&f.from)
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
+/// OSPF's metric for the static routes a router redistributes (20 when unset), if it does.
+fn redistributed_metric(r: &Router) -> Option<u32> {
+    let o = r.ospf.as_ref()?;
+    o.lines.iter().find_map(|l| match words(&l.line)[..] {
+        ["redistribute", "static"] => Some(20),
+        ["redistribute", "static", "metric", m, ..] => m.parse().ok(),
+        ["redistribute", "static", ..] => Some(20),
+        _ => None,
+    })
+}
+
+/// Some flow's traffic follows this static route: from hosts behind the router, or from
+/// elsewhere when the router redistributes it and no other router offers the prefix cheaper.
+fn static_used(view: &View, r: &Router, s: &super::view::StaticRoute) -> bool {
+    if !static_matters(view, s.prefix) {
+        return false;
+    }
+    let local = far_ends(view, &r.name)
+        .iter()
+        .any(|a| s.prefix.contains(*a) && !connected(r, Cidr { addr: *a, len: 32 }));
+    let bgp =
+        r.bgp.as_ref().is_some_and(|b| b.redistribute.iter().any(|(_, l)| l.contains("redistribute static")));
+    let transit = bgp
+        || redistributed_metric(r).is_some_and(|m| {
+            !view.routers.values().any(|o| {
+                o.name != r.name
+                    && o.statics.iter().any(|x| x.prefix == s.prefix)
+                    && redistributed_metric(o).is_some_and(|m2| m2 < m)
+            })
+        });
+    local || transit
+}
+
+/// Another route to the prefix the router could use: one of its own statics, or a dynamic one
+/// (another OSPF router with the subnet, its static redistributed, or a default originated).
+fn alternative_distance(view: &View, r: &Router, s: &super::view::StaticRoute) -> Option<u32> {
+    let own = r
+        .statics
+        .iter()
+        .filter(|x| x.prefix == s.prefix && x.line != s.line)
+        .map(|x| x.distance.unwrap_or(1))
+        .min();
+    let dynamic = r.ospf.is_some()
+        && view.routers.values().any(|o| {
+            o.name != r.name
+                && o.ospf.as_ref().is_some_and(|ospf| {
+                    (s.prefix.len == 0 && ospf.default_originate)
+                        || (s.prefix.len > 0
+                            && o.ospf_ifaces.keys().any(|i| {
+                                o.ifaces
+                                    .get(i)
+                                    .and_then(|x| x.cidr)
+                                    .is_some_and(|c| c.len <= s.prefix.len && c.contains(s.prefix.addr))
+                            }))
+                        || (redistributed_metric(o).is_some()
+                            && o.statics.iter().any(|x| x.prefix == s.prefix))
+                })
+        });
+    match (own, dynamic) {
+        (Some(d), true) => Some(d.min(110)),
+        (Some(d), false) => Some(d),
+        (None, true) => Some(110),
+        (None, false) => None,
+    }
+}
+
 fn static_wrong_next_hop(view: &View) -> Vec<Candidate> {
     let mut out = Vec::new();
     for r in view.routers.values() {
         for s in &r.statics {
             let Some(via) = s.via else { continue };
-            if s.distance.is_some_and(|d| d > 20) || !static_matters(view, s.prefix) {
+            if s.distance.is_some_and(|d| d > 20) || !static_used(view, r, s) {
                 continue;
             }
             let Some(link) = r.ifaces.iter().find(|(_, i)| i.cidr.is_some_and(|c| c.contains(via))) else {
@@ -1401,26 +1504,33 @@ fn static_distance(view: &View) -> Vec<Candidate> {
     for r in view.routers.values() {
         for s in &r.statics {
             let Some(via) = s.via else { continue };
-            if !static_matters(view, s.prefix) {
-                continue;
-            }
+            let Some(alt) = alternative_distance(view, r, s) else { continue };
             let d = s.distance.unwrap_or(1);
-            // A floating static (a backup behind a dynamic route) made to win; a primary one
-            // (where a dynamic route to the prefix exists too) made to lose.
-            let dynamic = r.ospf.is_some() || r.bgp.is_some();
-            if !dynamic {
+            // A floating static (a backup behind another route) made to win; a primary one
+            // made to lose to the alternative. A tie would split traffic between the two.
+            let new = if d > alt {
+                if alt <= 1 {
+                    continue;
+                }
+                1
+            } else {
+                let new = (alt + 5).min(255);
+                if new <= alt {
+                    continue;
+                }
+                new
+            };
+            let used = if d > alt { static_matters(view, s.prefix) } else { static_used(view, r, s) };
+            if !used {
                 continue;
             }
-            let new = if d > 20 { None } else { Some(250) };
-            let new_line = static_line(s.prefix, &via.to_string(), new);
+            let new_line = static_line(s.prefix, &via.to_string(), (new != 1).then_some(new));
             out.push(cand(
                 FaultType::StaticDistance,
                 &r.name,
                 format!(
-                    "{}'s static route to {} via {via} has distance {} instead of {d}",
-                    r.name,
-                    s.prefix,
-                    new.unwrap_or(1)
+                    "{}'s static route to {} via {via} has distance {new} instead of {d}",
+                    r.name, s.prefix
                 ),
                 vec![vtysh(&r.name, &[format!("no {}", s.line), new_line.clone()])],
                 vec![vtysh(&r.name, &[format!("no {new_line}"), s.line.clone()])],
@@ -1435,7 +1545,7 @@ fn static_missing(view: &View) -> Vec<Candidate> {
     for r in view.routers.values() {
         for s in &r.statics {
             // A floating static is a backup: its absence shows only when the primary fails.
-            if s.distance.is_some_and(|d| d > 20) || !static_matters(view, s.prefix) {
+            if s.distance.is_some_and(|d| d > 20) || !static_used(view, r, s) {
                 continue;
             }
             out.push(cand(
@@ -1510,10 +1620,69 @@ fn nft_forward_drop(view: &View) -> Vec<Candidate> {
         .collect()
 }
 
-fn nft_rule_order(view: &View) -> Vec<Candidate> {
-    // The operator meant to allow one service and drop the rest of the traffic to its
-    // subnet, and added the drop first: the accept after it never matches.
+/// A lab's own forward chains (from its `linux` lines): `(node, family, table, chain, rules)`.
+fn forward_chains(view: &View) -> Vec<(String, String, String, String, Vec<String>)> {
     let mut out = Vec::new();
+    for node in view.lab.linux.keys() {
+        let nft = super::view::nft_of(view.lab, node);
+        for table in &nft.nodes {
+            let ["table", family, name] = words(&table.line)[..] else { continue };
+            for chain in &table.children {
+                let ["chain", c] = words(&chain.line)[..] else { continue };
+                if !chain.children.iter().any(|l| l.line.starts_with("type filter hook forward")) {
+                    continue;
+                }
+                let rules: Vec<String> = chain
+                    .children
+                    .iter()
+                    .map(|l| l.line.clone())
+                    .filter(|l| !l.starts_with("type ") && !l.starts_with("policy "))
+                    .collect();
+                out.push((node.clone(), family.to_string(), name.to_string(), c.to_string(), rules));
+            }
+        }
+    }
+    out
+}
+
+fn nft_rule_order(view: &View) -> Vec<Candidate> {
+    let mut out = Vec::new();
+    // A lab's own filter: a drop for what an accept rule lets through, inserted (at the head)
+    // where it should have been added after the accept. The repair writes the chain again in
+    // its order (a rule is deleted only by a handle, which the lab does not fix).
+    for (node, family, table, chain, rules) in forward_chains(view) {
+        for rule in &rules {
+            let w = words(rule);
+            let Some(pos) = w.iter().position(|x| *x == "daddr") else { continue };
+            let Some(dst) = w
+                .get(pos + 1)
+                .and_then(|d| Cidr::parse(d).or_else(|| d.parse().ok().map(|a| Cidr { addr: a, len: 32 })))
+            else {
+                continue;
+            };
+            if w.last() != Some(&"accept") || !view.flows.iter().any(|f| dst.contains(f.to)) {
+                continue;
+            }
+            let target = if dst.len == 32 { dst.addr.to_string() } else { dst.to_string() };
+            let mut repair = vec![linux(&node, format!("nft flush chain {family} {table} {chain}"))];
+            repair.extend(
+                rules.iter().map(|r| linux(&node, format!("nft add rule {family} {table} {chain} {r}"))),
+            );
+            out.push(
+                cand(
+                    FaultType::NftRuleOrder,
+                    &node,
+                    format!("{node}'s chain {family} {table} {chain} drops traffic to {target} before its rule `{rule}`"),
+                    vec![linux(&node, format!("nft insert rule {family} {table} {chain} ip daddr {target} drop"))],
+                    repair,
+                )
+                .touching([format!("nft {node}")]),
+            );
+        }
+    }
+    // Without a filter of its own, the lab gets one written in the wrong order: the operator
+    // meant to allow one service and drop the rest of the traffic to its host, and added the
+    // drop first.
     for s in &view.lab.services {
         let Some(addr) = view.hosts.get(&s.node).and_then(|h| h.ifaces.values().find_map(|i| i.cidr)) else {
             continue;
@@ -1593,10 +1762,51 @@ fn nft_protocol_drop(view: &View) -> Vec<Candidate> {
     out
 }
 
+/// The interface a router sends back to `src` by, when its configuration alone decides it:
+/// a connected subnet, else (on a router without a routing protocol) its best static route.
+fn route_back(r: &Router, src: Ipv4Addr) -> Option<String> {
+    let on = |a: Ipv4Addr| {
+        r.ifaces
+            .iter()
+            .find(|(_, i)| i.cidr.is_some_and(|c| c.len < 32 && c.contains(a)))
+            .map(|(n, _)| n.clone())
+    };
+    if let Some(i) = on(src) {
+        return Some(i);
+    }
+    if r.ospf.is_some() || r.bgp.is_some() {
+        return None;
+    }
+    let best = r
+        .statics
+        .iter()
+        .filter(|s| s.prefix.contains(src))
+        .max_by_key(|s| (s.prefix.len, std::cmp::Reverse(s.distance.unwrap_or(1))))?;
+    on(best.via?)
+}
+
+fn rp_candidate(view: &View, r: &str, from: &str, to: Ipv4Addr, arrives: &str, back: &str) -> Candidate {
+    let sysctl = |key: &str| view.routers[r].sysctls.get(key).cloned().unwrap_or_else(|| "0".into());
+    let all = "net.ipv4.conf.all.rp_filter";
+    let iface = format!("net.ipv4.conf.{arrives}.rp_filter");
+    cand(
+        FaultType::RpFilterStrict,
+        r,
+        format!("{r} filters strictly by reverse path: {from} -> {to} arrives on {arrives}, the way back leaves by {back}"),
+        vec![linux(r, format!("sysctl -w {all}=1")), linux(r, format!("sysctl -w {iface}=1"))],
+        vec![
+            linux(r, format!("sysctl -w {iface}={}", sysctl(&iface))),
+            linux(r, format!("sysctl -w {all}={}", sysctl(all))),
+        ],
+    )
+    .touching([format!("sysctl {r}")])
+}
+
 fn rp_filter(view: &View) -> Vec<Candidate> {
     // Strict reverse-path filtering drops a packet that arrives on an interface other than
     // the one the router would use to send back to its source: find where a flow's forward
-    // path enters a router on such an interface.
+    // path enters a router on such an interface, from OSPF's shortest paths, or from a path
+    // check's consecutive routers where the receiving router's own routes decide the way back.
     let graph = Graph::new(view);
     let mut out = Vec::new();
     let mut seen = BTreeSet::new();
@@ -1616,26 +1826,25 @@ fn rp_filter(view: &View) -> Vec<Candidate> {
             if first.iface == e.to_iface || !seen.insert(e.to.clone()) {
                 continue;
             }
-            let r = &e.to;
-            let sysctl = |key: &str| view.routers[r].sysctls.get(key).cloned().unwrap_or_else(|| "0".into());
-            let all = "net.ipv4.conf.all.rp_filter";
-            let iface = format!("net.ipv4.conf.{}.rp_filter", e.to_iface);
-            out.push(
-                cand(
-                    FaultType::RpFilterStrict,
-                    r,
-                    format!(
-                        "{r} filters strictly by reverse path: {} -> {} arrives on {}, the way back leaves by {}",
-                        f.from, f.to, e.to_iface, first.iface
-                    ),
-                    vec![linux(r, format!("sysctl -w {all}=1")), linux(r, format!("sysctl -w {iface}=1"))],
-                    vec![
-                        linux(r, format!("sysctl -w {iface}={}", sysctl(&iface))),
-                        linux(r, format!("sysctl -w {all}={}", sysctl(all))),
-                    ],
-                )
-                .touching([format!("sysctl {r}")]),
-            );
+            out.push(rp_candidate(view, &e.to, &f.from, f.to, &e.to_iface, &first.iface));
+        }
+    }
+    for check in &view.lab.checks {
+        let Check::Path { from, to, via } = check else { continue };
+        let (Some(src), Some(dst)) = (view.node_address(from), to.parse().ok().or(view.node_address(to)))
+        else {
+            continue;
+        };
+        for pair in via.windows(2) {
+            let (x, y) = (&pair[0], &pair[1]);
+            let Some(ry) = view.routers.get(y) else { continue };
+            let arrives = ry.ifaces.keys().find(|i| view.peers(y, i).iter().any(|p| &p.0 == x));
+            let Some(arrives) = arrives else { continue };
+            let Some(back) = route_back(ry, src) else { continue };
+            if &back == arrives || !seen.insert(y.clone()) {
+                continue;
+            }
+            out.push(rp_candidate(view, y, from, dst, arrives, &back));
         }
     }
     out

@@ -6,9 +6,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::view::View;
 
-/// FRR's cost of an interface without `ip ospf cost`: its reference bandwidth (100 Mbit/s)
-/// over a veth's 10 Gbit/s, rounded up to 1.
-pub const DEFAULT_COST: u32 = 1;
+/// FRR's cost of an interface without `ip ospf cost`, as FRR 8.4 gives a veth (measured:
+/// `show ip ospf interface` says `Cost: 10`).
+pub const DEFAULT_COST: u32 = 10;
 
 /// A directed OSPF edge: `from` sends over `iface` to `to`, which receives on `to_iface`.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]

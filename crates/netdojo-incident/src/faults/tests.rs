@@ -41,7 +41,8 @@ struct State {
     mtu: BTreeMap<String, String>,
     default: Option<String>,
     sysctls: BTreeMap<String, String>,
-    nft: BTreeSet<Vec<String>>,
+    /// Rendered in order: a chain's rule order is what some faults change.
+    nft: String,
     services: BTreeMap<String, BTreeMap<String, String>>,
     links_down: BTreeSet<String>,
 }
@@ -91,20 +92,25 @@ impl Model {
                         .and_then(|r| r.via)
                         .map(|v| v.to_string()),
                     sysctls,
-                    nft: BTreeSet::new(),
+                    nft: String::new(),
                     services,
                     links_down: BTreeSet::new(),
                 },
             );
         }
-        Model { frr, nft: BTreeMap::new(), state }
+        let nft = lab.linux.keys().map(|n| (n.clone(), super::view::nft_of(lab, n))).collect();
+        Model { frr, nft, state }
     }
 
     fn snapshot(&self) -> BTreeMap<String, State> {
         let mut out = self.state.clone();
         for (name, s) in &mut out {
             s.frr = self.frr.get(name).map(|c| c.paths().into_iter().collect()).unwrap_or_default();
-            s.nft = self.nft.get(name).map(|c| c.paths().into_iter().collect()).unwrap_or_default();
+            // FRR prints every interface, configured or not: an empty section is no change.
+            let parents: BTreeSet<String> =
+                s.frr.iter().filter(|p| p.len() > 1).map(|p| p[0].clone()).collect();
+            s.frr.retain(|p| !(p.len() == 1 && p[0].starts_with("interface ") && !parents.contains(&p[0])));
+            s.nft = self.nft.get(name).map(Config::render).unwrap_or_default();
             // A sysctl nobody set reads as the kernel's default in a fresh namespace.
             s.sysctls.retain(|k, v| !(v == "0" && k.ends_with("rp_filter")));
             s.mtu.retain(|_, v| v != "1500");
@@ -138,6 +144,21 @@ impl Model {
                     ["sysctl", "-w", kv] => {
                         let (k, v) = kv.split_once('=').expect("KEY=VALUE");
                         s.sysctls.insert(k.into(), v.into());
+                    }
+                    // netdojo-config leaves `flush` out; here it empties a chain of its rules.
+                    ["nft", "flush", "chain", family, table, chain] => {
+                        let nft = self.nft.entry(device.clone()).or_default();
+                        let t = nft
+                            .nodes
+                            .iter_mut()
+                            .find(|n| n.line == format!("table {family} {table}"))
+                            .expect("table");
+                        let c = t
+                            .children
+                            .iter_mut()
+                            .find(|n| n.line == format!("chain {chain}"))
+                            .expect("chain");
+                        c.children.retain(|l| l.line.starts_with("type ") || l.line.starts_with("policy "));
                     }
                     ["nft", ..] => {
                         self.nft

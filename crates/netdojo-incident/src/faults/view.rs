@@ -566,6 +566,26 @@ impl<'a> View<'a> {
     }
 }
 
+/// A node's nftables ruleset as its lab's `linux` lines build it: `nft add ...` commands, and
+/// `nft 'add table F T { chain C { ...; ...; }; }'` scripts, read as the listing they make.
+pub fn nft_of(lab: &Lab, node: &str) -> Config {
+    let mut config = Config::default();
+    for line in lab.linux.get(node).into_iter().flatten() {
+        let Some(rest) = line.trim().strip_prefix("nft ") else { continue };
+        let script = rest.trim().trim_matches(|c| c == '\'' || c == '"');
+        let body = script.strip_prefix("add ").unwrap_or(script);
+        if body.starts_with("table ") && body.contains('{') {
+            let listing = body.replace(';', ";\n").replace('{', "{\n").replace('}', "}\n");
+            if let Ok(parsed) = Config::parse(&listing, Dialect::Linux) {
+                config.merge(parsed);
+            }
+        } else {
+            let _ = config.apply(&[format!("nft {script}")], Dialect::Linux);
+        }
+    }
+    config
+}
+
 /// How each interface of a router takes part in OSPF.
 fn ospf_ifaces(r: &Router) -> BTreeMap<String, OspfIface> {
     let mut out = BTreeMap::new();
