@@ -197,6 +197,10 @@ pub struct GenerateArgs {
     /// symptom is recorded in the task).
     #[arg(long)]
     pub no_validate: bool,
+    /// incident: tasks verified at once, each on its own lab (the verification mostly waits on
+    /// protocol timers).
+    #[arg(long, default_value_t = 1)]
+    pub jobs: usize,
 }
 
 struct Bar {
@@ -568,24 +572,16 @@ pub fn generate(args: GenerateArgs) -> Result<()> {
     } else {
         None
     };
-    // Incident tasks: the faults' symptoms measured on the live lab (verified injection).
-    let incident = if args.env == "incident" && !args.no_validate {
-        let (_, generator) = apps::incident()?;
-        Some((tokio::runtime::Runtime::new().context("tokio runtime")?, generator))
+    // Incident tasks: the faults' symptoms measured on the live lab (verified injection),
+    // `--jobs` at a time, written in index order.
+    let mut verified = if args.env == "incident" && !args.no_validate {
+        Some(incident_tasks(&args)?.into_iter())
     } else {
         None
     };
     for index in 0..args.queries {
-        let task = match &incident {
-            Some((runtime, generator)) => {
-                let patience = netdojo::incident::verify::Patience::default();
-                let (task, report) = runtime.block_on(generator.verified(args.seed, index, patience))?;
-                eprintln!("{} ({}): verified in {:.1} s", task.id, task.label, report.took.as_secs_f64());
-                for why in &report.redrawn {
-                    eprintln!("  redrawn: {why}");
-                }
-                task
-            }
+        let task = match &mut verified {
+            Some(tasks) => tasks.next().context("a verified task is missing")?,
             None => app.generator.generate(args.seed, index)?,
         };
         if let Some((runtime, oracle)) = &validator {
@@ -636,6 +632,38 @@ pub fn generate(args: GenerateArgs) -> Result<()> {
         manifest.write(&path).with_context(|| format!("writing the manifest {}", path.display()))?;
     }
     Ok(())
+}
+
+/// `generate --env incident`: every task verified on its live lab (docs/incident.md), `--jobs`
+/// at a time; what was redrawn is printed on standard error.
+fn incident_tasks(args: &GenerateArgs) -> Result<Vec<netdojo::Task>> {
+    let (_, generator) = apps::incident()?;
+    let generator = Arc::new(generator);
+    let runtime = tokio::runtime::Runtime::new().context("tokio runtime")?;
+    let jobs = Arc::new(tokio::sync::Semaphore::new(args.jobs.max(1)));
+    runtime.block_on(async {
+        let mut handles = Vec::new();
+        for index in 0..args.queries {
+            let (generator, jobs, seed) = (generator.clone(), jobs.clone(), args.seed);
+            handles.push(tokio::spawn(async move {
+                let _permit = jobs.acquire_owned().await.map_err(|e| anyhow::anyhow!("{e}"))?;
+                let patience = netdojo::incident::verify::Patience::default();
+                let (task, report) = generator.verified(seed, index, patience).await?;
+                let mut line =
+                    format!("{} ({}): verified in {:.1} s", task.id, task.label, report.took.as_secs_f64());
+                for why in &report.redrawn {
+                    line.push_str(&format!("\n  redrawn: {why}"));
+                }
+                eprintln!("{line}");
+                Ok::<_, anyhow::Error>(task)
+            }));
+        }
+        let mut tasks = Vec::new();
+        for handle in handles {
+            tasks.push(handle.await.context("a verification panicked")??);
+        }
+        Ok(tasks)
+    })
 }
 
 fn default_targets() -> String {

@@ -15,6 +15,7 @@ use netdojo_core::{
     Check as GoalCheck, EnvError, Environment, EnvironmentFactory, Observation, Outcome, StateCheck, Task,
     ToolCall, ToolSpec,
 };
+use netdojo_linux::pool::{FrrPool, PoolHandle};
 use netdojo_linux::preflight::Need;
 use netdojo_linux::{exec, netns, probe, vty};
 
@@ -22,7 +23,7 @@ use crate::catalogue::FaultType;
 use crate::fault::Action;
 use crate::health::Health;
 use crate::lab::{Lab, ServiceKind};
-use crate::live::LiveLab;
+use crate::live::{CONVERGENCE, LiveLab, router_spec};
 use crate::score::{DIAGNOSIS_CHECK, agreement, parse_diagnosis};
 use crate::task::{APPLICATION, Diagnosed, faults_of, lab_hash, setup_of, tools, truth};
 
@@ -64,12 +65,17 @@ impl Default for IncidentOptions {
     }
 }
 
-/// Builds one live lab per episode from the published labs.
+/// Builds one live lab per episode from the published labs, its routers taken from a warm
+/// FRR pool (netdojo-linux's `pool`: daemons started once, reset and checked between episodes;
+/// one pool for IPv4 labs and one for dual-stack ones, whose routers' sysctls differ), so that
+/// an episode's setup is links, configuration and convergence.
 #[derive(Debug)]
 pub struct IncidentFactory {
     labs: Arc<BTreeMap<String, Lab>>,
     options: IncidentOptions,
     swept: netns::Swept,
+    /// IPv4-only routers, dual-stack routers.
+    pools: [FrrPool; 2],
 }
 
 impl IncidentFactory {
@@ -90,7 +96,11 @@ impl IncidentFactory {
         }
         let swept =
             netns::sweep().map_err(|e| EnvError::Setup { env: ENV.into(), message: e.to_string() })?;
-        Ok(Self { labs: Arc::new(labs), options, swept })
+        let pool = |ipv6: bool| {
+            FrrPool::new(router_spec(ipv6))
+                .map_err(|e| EnvError::Setup { env: ENV.into(), message: e.to_string() })
+        };
+        Ok(Self { labs: Arc::new(labs), options, swept, pools: [pool(false)?, pool(true)?] })
     }
 
     /// What the start-up sweep removed.
@@ -104,7 +114,9 @@ impl IncidentFactory {
     }
 
     pub fn env(&self) -> IncidentEnv {
-        IncidentEnv::new(self.labs.clone(), self.options.clone())
+        let mut env = IncidentEnv::new(self.labs.clone(), self.options.clone());
+        env.pools = Some([self.pools[0].handle(), self.pools[1].handle()]);
+        env
     }
 }
 
@@ -118,6 +130,7 @@ impl EnvironmentFactory for IncidentFactory {
         let labs: BTreeMap<&str, String> = self.labs.iter().map(|(n, l)| (n.as_str(), lab_hash(l))).collect();
         json!({
             "labs": labs,
+            "warm_pool": true,
             "settle_ms": self.options.settle.as_millis() as u64,
             "symptom_ms": self.options.symptom.as_millis() as u64,
             "exec": {"timeout_ms": self.options.exec.timeout.as_millis() as u64, "output_cap": self.options.exec.output_cap},
@@ -144,6 +157,8 @@ pub struct IncidentEnv {
     labs: Arc<BTreeMap<String, Lab>>,
     options: IncidentOptions,
     live: Option<LiveLab>,
+    /// Warm routers (IPv4-only, dual-stack), when the factory has them.
+    pools: Option<[PoolHandle; 2]>,
     task_id: String,
     /// The health after the latest step that changed something, and before it.
     current: Option<Health>,
@@ -161,6 +176,7 @@ impl IncidentEnv {
             labs,
             options,
             live: None,
+            pools: None,
             task_id: String::new(),
             current: None,
             previous: None,
@@ -632,7 +648,8 @@ impl Environment for IncidentEnv {
             )));
         }
         let started = Instant::now();
-        let live = LiveLab::start(&lab)
+        let pool = self.pools.as_ref().map(|p| &p[usize::from(lab.ipv6)]);
+        let live = LiveLab::start_with(&lab, pool, CONVERGENCE)
             .await
             .map_err(|e| EnvError::Setup { env: ENV.into(), message: e.to_string() })?;
         self.live = Some(live);

@@ -216,7 +216,7 @@ impl IncidentGenerator {
             s.dedup();
             s
         });
-        let mut rng = ChaCha8Rng::seed_from_u64(task_seed(seed, index) ^ 0x6272_6965_66);
+        let mut rng = ChaCha8Rng::seed_from_u64(task_seed(seed, index) ^ 0x0062_7269_6566);
         let label = if faults.is_empty() {
             HEALTHY.to_string()
         } else {

@@ -186,7 +186,9 @@ impl IncidentGenerator {
                 }
                 Err(why) if attempt < MAX_JOINT_REDRAWS && picks.len() > 1 => {
                     let Some(last) = picks.pop() else { break };
-                    report.redrawn.push(format!("{} on {} with the others: {why}", last.fault_type, last.fault.device));
+                    report
+                        .redrawn
+                        .push(format!("{} on {} with the others: {why}", last.fault_type, last.fault.device));
                     live.stop().await;
                     live = start(lab).await?;
                     let taken: BTreeSet<String> = picks.iter().map(|p| p.fault.device.clone()).collect();
@@ -202,7 +204,9 @@ impl IncidentGenerator {
                                 break;
                             }
                             Err(why) => {
-                                report.redrawn.push(format!("{} on {}: {why}", pick.fault_type, pick.fault.device));
+                                report
+                                    .redrawn
+                                    .push(format!("{} on {}: {why}", pick.fault_type, pick.fault.device));
                                 if !live.health().await.all_passed() {
                                     live.stop().await;
                                     live = start(lab).await?;
@@ -214,7 +218,10 @@ impl IncidentGenerator {
                 }
                 Err(why) => {
                     live.stop().await;
-                    return Err(gen_err(format!("task {index} on lab {}: the faults together {why}", draw.lab)));
+                    return Err(gen_err(format!(
+                        "task {index} on lab {}: the faults together {why}",
+                        draw.lab
+                    )));
                 }
             }
         }
