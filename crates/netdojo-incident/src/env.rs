@@ -51,16 +51,20 @@ pub struct IncidentOptions {
     pub exec: exec::Policy,
     /// How long one echo or one trace waits for its answers.
     pub probe: Duration,
+    /// At evaluation, after a change, how long the checks may take to all pass.
+    pub converge: Duration,
 }
 
 impl Default for IncidentOptions {
-    /// 4 s to settle (OSPF's dead interval is 3 s in the labs), 10 s for a symptom.
+    /// 4 s to settle (OSPF's dead interval is 3 s in the labs), 10 s for a symptom, 10 s to
+    /// converge before the verdict.
     fn default() -> Self {
         Self {
             settle: Duration::from_secs(4),
             symptom: Duration::from_secs(10),
             exec: exec::Policy::default(),
             probe: Duration::from_secs(1),
+            converge: Duration::from_secs(10),
         }
     }
 }
@@ -165,6 +169,8 @@ pub struct IncidentEnv {
     previous: Option<Health>,
     /// A step since the last state check changed the lab.
     changed: bool,
+    /// A step of the episode changed the lab.
+    changed_ever: bool,
     /// The last diagnosis the agent submitted.
     diagnosis: Option<Vec<Diagnosed>>,
     phases: Phases,
@@ -181,6 +187,7 @@ impl IncidentEnv {
             current: None,
             previous: None,
             changed: false,
+            changed_ever: false,
             diagnosis: None,
             phases: Phases::default(),
         }
@@ -245,6 +252,7 @@ impl IncidentEnv {
         let health = self.live()?.wait_health(settled, self.options.settle).await;
         self.previous = self.current.replace(health);
         self.changed = true;
+        self.changed_ever = true;
         Ok(())
     }
 
@@ -600,13 +608,15 @@ pub fn tool_specs(devices: &[String], services: &[String]) -> Vec<ToolSpec> {
              ADDRESS` change it.",
             ToolSpec::object_schema(
                 json!({
+                    "device": device_schema("Optional: the host the service runs on (checked)."),
                     "service": {"type": "string", "description": "The service's name."},
                     "op": {"type": "string", "examples": ["status", "start", "stop", "set port 80", "set record www.lab.example 10.5.5.10"]}
                 }),
                 &["service", "op"],
             ),
         )
-        .with_choices("service", services),
+        .with_choices("service", services)
+        .with_choices("device", devices),
         ToolSpec::new(
             tools::SUBMIT,
             "Report your diagnosis: each fault as the device it is on and its type from the \
@@ -695,6 +705,7 @@ impl Environment for IncidentEnv {
         self.current = Some(health);
         self.previous = None;
         self.changed = false;
+        self.changed_ever = false;
         self.diagnosis = None;
         Ok(task.query.clone())
     }
@@ -789,7 +800,13 @@ impl Environment for IncidentEnv {
 
     async fn evaluate(&mut self, task: &Task, _answer: Option<&Value>) -> Result<Outcome, EnvError> {
         let faults = faults_of(task).map_err(|e| self.task_err(e))?;
-        let health = self.live()?.health().await;
+        // After a change, the network gets its time to converge before the verdict (as
+        // NetConfBench's testcases do); a lab nobody changed is judged at once.
+        let health = if self.changed_ever {
+            self.live()?.wait_health(Health::all_passed, self.options.converge).await
+        } else {
+            self.live()?.health().await
+        };
         let truth: BTreeSet<Diagnosed> = truth(&faults).into_iter().collect();
         let claimed: BTreeSet<Diagnosed> = self.diagnosis.clone().unwrap_or_default().into_iter().collect();
         let diagnosis = agreement(&truth, &claimed);
