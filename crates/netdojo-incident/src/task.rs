@@ -147,11 +147,31 @@ pub fn submit_call(diagnosis: &[Diagnosed]) -> ToolCall {
 }
 
 /// The oracle's calls for `faults`: the diagnosis, then each fault's repair, the last injected
-/// first (a repair then undoes a state its own injection made).
+/// first (a repair then undoes a state its own injection made). A fault's consecutive actions
+/// on one device in one dialect go in one `configure` call, as an operator pastes them: a
+/// repair that deletes a wrong address and adds the right one is one step, not a step that
+/// leaves the interface without an address.
 pub fn oracle_calls(faults: &[Fault]) -> Vec<ToolCall> {
     let mut calls = vec![submit_call(&truth(faults))];
     for fault in faults.iter().rev() {
-        calls.extend(fault.repair.iter().map(action_call));
+        let mut merged: Vec<ToolCall> = Vec::new();
+        for call in fault.repair.iter().map(action_call) {
+            if let Some(last) = merged.last_mut()
+                && last.name == tools::CONFIGURE
+                && call.name == tools::CONFIGURE
+                && last.arguments["device"] == call.arguments["device"]
+                && last.arguments["dialect"] == call.arguments["dialect"]
+                && let (Some(into), Some(more)) =
+                    (last.arguments["commands"].as_array().cloned(), call.arguments["commands"].as_array())
+            {
+                let mut into = into;
+                into.extend(more.iter().cloned());
+                last.arguments["commands"] = Value::Array(into);
+                continue;
+            }
+            merged.push(call);
+        }
+        calls.extend(merged);
     }
     calls
 }
