@@ -315,3 +315,34 @@ impl LiveLab {
         let _ = tokio::task::spawn_blocking(move || drop(network)).await;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_router_runs_the_pool_s_daemons_and_a_node_s_own_sysctls_win() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/incident/labs/hub-spoke.yml");
+        let lab = Lab::load(path).expect("hub-spoke");
+        let topology = topology_of(&lab);
+        let spec = router_spec(lab.ipv6);
+        for (name, node) in topology.nodes() {
+            assert_eq!(node.sysctls.get("net.ipv4.icmp_ratelimit").map(String::as_str), Some("0"), "{name}");
+            assert_eq!(
+                node.sysctls.get("net.ipv6.conf.all.disable_ipv6").map(String::as_str),
+                Some("1"),
+                "{name}: an IPv4 lab turns IPv6 off"
+            );
+            if node.kind == NodeKind::Frr {
+                assert_eq!(node.daemons, spec.daemons, "{name}");
+                // A warm pool serves exactly the routers without sysctls of their own.
+                assert_eq!(node.sysctls == spec.sysctls, name != "sp1", "{name}");
+            }
+        }
+        let sp1 = topology.node("sp1").expect("sp1");
+        assert_eq!(sp1.sysctls.get("net.ipv4.conf.default.rp_filter").map(String::as_str), Some("2"));
+        let v6 = router_spec(true);
+        assert_eq!(v6.sysctls.get("net.ipv6.conf.all.forwarding").map(String::as_str), Some("1"));
+        assert!(!v6.sysctls.contains_key("net.ipv6.conf.all.disable_ipv6"));
+    }
+}
