@@ -260,7 +260,12 @@ impl LiveLab {
                     .network
                     .frr(device)
                     .ok_or_else(|| IncidentError::NotRouter { lab: lab.clone(), node: device.clone() })?;
-                let out = frr.apply_file(&(lines.join("\n") + "\n")).await.map_err(|source| {
+                // `configure terminal` and `end` frame a terminal session; the file vtysh reads
+                // is in configuration mode already.
+                let framing =
+                    |l: &&String| matches!(l.trim(), "configure terminal" | "conf t" | "configure" | "end");
+                let text: Vec<&str> = lines.iter().filter(|l| !framing(l)).map(String::as_str).collect();
+                let out = frr.apply_file(&(text.join("\n") + "\n")).await.map_err(|source| {
                     IncidentError::Frr { lab: lab.clone(), device: device.clone(), source }
                 })?;
                 if !out.success() {
