@@ -1310,6 +1310,39 @@ fn local_prefs(view: &View, r: &Router) -> Vec<u32> {
     out
 }
 
+/// A policy changed by swapping route-maps: the operator writes `RM-NEW`, a copy of the
+/// session's route-map `rm` with `edit` applied to its entries, and attaches it to the session
+/// in `dir`. Attaching applies at once (a route-map changed in place waits for the route-map
+/// delay timer: with `bgp route-map delay-timer 0`, as the labs have it, for ever, and the
+/// repair could not take effect either). The repair attaches `rm` again and deletes the copy.
+fn swap_route_map(
+    r: &Router,
+    n: &super::view::Neighbor,
+    rm: &str,
+    dir: &str,
+    edit: impl Fn(&str, &[String]) -> Vec<String>,
+) -> (Vec<String>, Vec<String>) {
+    let new = format!("{rm}-NEW");
+    let af = n
+        .lines
+        .iter()
+        .find_map(|(af, l)| l.contains(&format!(" route-map {rm} {dir}")).then(|| af.clone()))
+        .flatten();
+    let mut inject = Vec::new();
+    for e in r.route_maps().into_iter().filter(|e| words(&e.line).get(1) == Some(&rm)) {
+        let header = e.line.replacen(&format!("route-map {rm} "), &format!("route-map {new} "), 1);
+        let children: Vec<String> = e.children.iter().map(|c| c.line.clone()).collect();
+        inject.push(header.clone());
+        inject.extend(edit(&e.line, &children).into_iter().map(|l| format!(" {l}")));
+        inject.push("exit".into());
+    }
+    inject.extend(in_bgp(r, &af, &[format!("neighbor {} route-map {new} {dir}", n.addr)]));
+    let mut repair = in_bgp(r, &af, &[format!("neighbor {} route-map {rm} {dir}", n.addr)]);
+    repair.push("exit".into());
+    repair.push(format!("no route-map {new}"));
+    (inject, repair)
+}
+
 fn bgp_local_pref(view: &View) -> Vec<Candidate> {
     let mut out = Vec::new();
     let has_path_checks = view
@@ -1341,15 +1374,27 @@ fn bgp_local_pref(view: &View) -> Vec<Candidate> {
                 } else {
                     others.iter().max().copied().unwrap_or(100) + 10
                 };
+                let (inject, repair) = swap_route_map(r, n, &rm, "in", |header, lines| {
+                    lines
+                        .iter()
+                        .map(|l| {
+                            if header == entry.line && l.starts_with("set local-preference ") {
+                                format!("set local-preference {new}")
+                            } else {
+                                l.clone()
+                            }
+                        })
+                        .collect()
+                });
                 out.push(cand(
                     FaultType::BgpLocalPrefInverted,
                     &r.name,
                     format!(
-                        "{}'s route-map {rm} (in from {}) sets local-preference {new} instead of {lp}",
+                        "{} takes routes from {} through route-map {rm}-NEW, which sets local-preference {new} where {rm} sets {lp}",
                         r.name, n.addr
                     ),
-                    vec![vtysh(&r.name, &[entry.line.clone(), format!(" set local-preference {new}")])],
-                    vec![vtysh(&r.name, &[entry.line.clone(), format!(" set local-preference {lp}")])],
+                    vec![vtysh(&r.name, &inject)],
+                    vec![vtysh(&r.name, &repair)],
                 ));
             }
         }
@@ -1392,20 +1437,22 @@ fn bgp_as_path(view: &View) -> Vec<Candidate> {
                         .map(|(_, m)| m);
                     let (inject, repair) = match out_rm {
                         Some(m) => {
-                            let Some(entry) = r2.route_maps().into_iter().find(|e| {
+                            let Some(first) = r2.route_maps().into_iter().find(|e| {
                                 words(&e.line).get(1) == Some(&m.as_str())
                                     && words(&e.line).get(2) == Some(&"permit")
                             }) else {
                                 continue;
                             };
-                            if entry.children.iter().any(|c| c.line.starts_with("set as-path prepend")) {
+                            if first.children.iter().any(|c| c.line.starts_with("set as-path prepend")) {
                                 continue;
                             }
-                            (
-                                vec![entry.line.clone(), format!(" set as-path prepend {path}")],
-                                // FRR 8.4 takes no ASNs after `no set as-path prepend`.
-                                vec![entry.line.clone(), " no set as-path prepend".to_string()],
-                            )
+                            swap_route_map(r2, n, &m, "out", |header, lines| {
+                                let mut lines = lines.to_vec();
+                                if header == first.line {
+                                    lines.push(format!("set as-path prepend {path}"));
+                                }
+                                lines
+                            })
                         }
                         None => {
                             let m = format!("TO-{}", sanitize(&n.addr));
