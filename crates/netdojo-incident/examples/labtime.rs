@@ -22,6 +22,11 @@ fn path_of(name: &str) -> PathBuf {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> anyhow::Result<()> {
+    // RUST_LOG=netdojo_incident=debug shows each health round while a lab converges.
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .init();
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     let pooled = args.iter().any(|a| a == "--pool");
     args.retain(|a| a != "--pool");

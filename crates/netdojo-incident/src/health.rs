@@ -315,3 +315,58 @@ async fn evaluate(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LAB: &str = r#"
+name: book
+ipv6: true
+topology:
+  nodes:
+    r1:
+      kind: frr
+      interfaces: { eth1: 10.0.12.1/30, eth2: 10.1.1.1/24 }
+      config: |
+        interface lo
+         ip address 10.255.0.1/32
+         ipv6 address 2001:db8::1/128
+        exit
+    r2: { kind: frr, interfaces: { eth1: 10.0.12.2/30 } }
+    h1: { kind: host, interfaces: { eth0: 10.1.1.10/24 }, routes: [ { dst: default, via: 10.1.1.1 } ] }
+  links:
+    - endpoints: ["r1:eth1", "r2:eth1"]
+    - endpoints: ["r1:eth2", "h1:eth0"]
+linux:
+  h1: ["ip -6 addr add 2001:db8:1::10/64 dev eth0", "ip -6 route add default via 2001:db8:1::1"]
+checks:
+  - { check: reach, from: h1, to: r2 }
+"#;
+
+    #[test]
+    fn the_address_book_names_every_address_of_the_lab() {
+        let lab = Lab::from_str_named(LAB, "book.yml").expect("a lab");
+        let book = AddressBook::of(&lab);
+        let owner = |a: &str| book.owner(a.parse().expect("an address")).map(str::to_string);
+        assert_eq!(owner("10.0.12.2").as_deref(), Some("r2"), "a topology interface");
+        assert_eq!(owner("10.255.0.1").as_deref(), Some("r1"), "an `ip address` of the configuration");
+        assert_eq!(owner("2001:db8::1").as_deref(), Some("r1"), "an `ipv6 address` of the configuration");
+        assert_eq!(owner("2001:db8:1::10").as_deref(), Some("h1"), "an `addr add` of a linux line");
+        assert_eq!(owner("2001:db8:1::1"), None, "a route's gateway is nobody's address");
+        assert_eq!(book.resolve("r2"), Some("10.0.12.2".parse().expect("ip")), "a node: its first address");
+        assert_eq!(book.resolve("10.9.9.9"), Some("10.9.9.9".parse().expect("ip")));
+        assert_eq!(book.resolve("nobody"), None);
+    }
+
+    #[test]
+    fn health_names_what_fails() {
+        let r = |name: &str, passed: bool| CheckResult { name: name.into(), passed, detail: "seen".into() };
+        let h = Health { results: vec![r("a", true), r("b", false)] };
+        assert!(!h.all_passed());
+        assert_eq!(h.failing(), ["b"]);
+        assert_eq!(h.passing(), ["a"]);
+        assert_eq!((h.passed("a"), h.passed("b"), h.passed("c")), (Some(true), Some(false), None));
+        assert_eq!(h.describe_failing(), "b (seen)");
+    }
+}

@@ -26,7 +26,8 @@ pub const CONVERGENCE: Duration = Duration::from_secs(20);
 pub struct StartTimes {
     /// Namespaces, links, addresses, FRR started and configured (netdojo-linux's phases).
     pub network: BuildTimes,
-    /// The lab's `linux` lines.
+    /// The lab's `linux` lines, and the configuration of the routers that have some (applied
+    /// after them).
     pub linux: Duration,
     /// Starting the services' processes.
     pub services: Duration,
@@ -126,7 +127,20 @@ impl LiveLab {
         convergence: Duration,
     ) -> Result<LiveLab, IncidentError> {
         let start = Instant::now();
-        let (network, built) = Network::build_with(topology_of(lab), pool)
+        let mut topology = topology_of(lab);
+        // A router with `linux` lines (a firewall's ruleset) gets them before its routing
+        // configuration, as a router loads its firewall before its routing daemons start: a
+        // BGP session opened before a stateful ruleset would be cut by it.
+        let mut deferred: Vec<(String, String)> = Vec::new();
+        for (name, node) in topology.topology.nodes.0.iter_mut() {
+            if node.kind == NodeKind::Frr
+                && lab.linux.contains_key(name.as_str())
+                && let Some(config) = node.config.take()
+            {
+                deferred.push((name.clone(), config));
+            }
+        }
+        let (network, built) = Network::build_with(topology, pool)
             .await
             .map_err(|source| IncidentError::Network { lab: lab.name.clone(), source })?;
         let services =
@@ -142,6 +156,7 @@ impl LiveLab {
         };
         let t = Instant::now();
         live.run_linux().await?;
+        live.configure(&deferred).await?;
         live.times.linux = t.elapsed();
         let t = Instant::now();
         live.services.lock().await.start_all().await.map_err(|message| IncidentError::Service {
@@ -162,6 +177,15 @@ impl LiveLab {
         live.times.converge = t.elapsed();
         live.times.total = start.elapsed();
         Ok(live)
+    }
+
+    /// Applies routers' startup configurations (those deferred until after the `linux` lines).
+    async fn configure(&self, configs: &[(String, String)]) -> Result<(), IncidentError> {
+        let applies = configs.iter().map(|(router, config)| async move {
+            self.apply(&Action::Vtysh { device: router.clone(), lines: vec![config.clone()] }).await
+        });
+        futures::future::try_join_all(applies).await?;
+        Ok(())
     }
 
     /// The lab's `linux` lines: nodes concurrently, each node's lines in order.
@@ -224,7 +248,9 @@ impl LiveLab {
 
     /// Applies one operator change: vtysh configuration lines (one vtysh call), a `linux`
     /// dialect line (contained in the node's namespace), or a service operation. Returns what
-    /// the device printed; a refusal is [`IncidentError::Apply`].
+    /// the device printed; a refusal is [`IncidentError::Apply`]. The action is trusted (a
+    /// fault's injection or repair): its lines are not held to the agent's rules
+    /// (netdojo-linux's `vty` and `exec::parse`), which an agent's tools apply first.
     pub async fn apply(&self, action: &Action) -> Result<String, IncidentError> {
         let lab = &self.lab.name;
         match action {
@@ -234,7 +260,12 @@ impl LiveLab {
                     .network
                     .frr(device)
                     .ok_or_else(|| IncidentError::NotRouter { lab: lab.clone(), node: device.clone() })?;
-                let out = frr.apply_file(&(lines.join("\n") + "\n")).await.map_err(|source| {
+                // `configure terminal` and `end` frame a terminal session; the file vtysh reads
+                // is in configuration mode already.
+                let framing =
+                    |l: &&String| matches!(l.trim(), "configure terminal" | "conf t" | "configure" | "end");
+                let text: Vec<&str> = lines.iter().filter(|l| !framing(l)).map(String::as_str).collect();
+                let out = frr.apply_file(&(text.join("\n") + "\n")).await.map_err(|source| {
                     IncidentError::Frr { lab: lab.clone(), device: device.clone(), source }
                 })?;
                 if !out.success() {
@@ -313,5 +344,36 @@ impl LiveLab {
         let LiveLab { services, network, .. } = self;
         services.into_inner().stop_all();
         let _ = tokio::task::spawn_blocking(move || drop(network)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_router_runs_the_pool_s_daemons_and_a_node_s_own_sysctls_win() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/incident/labs/hub-spoke.yml");
+        let lab = Lab::load(path).expect("hub-spoke");
+        let topology = topology_of(&lab);
+        let spec = router_spec(lab.ipv6);
+        for (name, node) in topology.nodes() {
+            assert_eq!(node.sysctls.get("net.ipv4.icmp_ratelimit").map(String::as_str), Some("0"), "{name}");
+            assert_eq!(
+                node.sysctls.get("net.ipv6.conf.all.disable_ipv6").map(String::as_str),
+                Some("1"),
+                "{name}: an IPv4 lab turns IPv6 off"
+            );
+            if node.kind == NodeKind::Frr {
+                assert_eq!(node.daemons, spec.daemons, "{name}");
+                // A warm pool serves exactly the routers without sysctls of their own.
+                assert_eq!(node.sysctls == spec.sysctls, name != "sp1", "{name}");
+            }
+        }
+        let sp1 = topology.node("sp1").expect("sp1");
+        assert_eq!(sp1.sysctls.get("net.ipv4.conf.default.rp_filter").map(String::as_str), Some("2"));
+        let v6 = router_spec(true);
+        assert_eq!(v6.sysctls.get("net.ipv6.conf.all.forwarding").map(String::as_str), Some("1"));
+        assert!(!v6.sysctls.contains_key("net.ipv6.conf.all.disable_ipv6"));
     }
 }

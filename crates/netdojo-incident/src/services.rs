@@ -218,6 +218,10 @@ impl Running {
         .map_err(what)?;
         let log = fs::File::create(self.dir.join("log")).map_err(what)?;
         let (program, args) = self.command(ipv6);
+        if !program.exists() {
+            let package = if self.spec.kind == ServiceKind::Dns { "dnsmasq-base" } else { "python3" };
+            return Err(format!("{} is not installed (apt-get install {package})", program.display()));
+        }
         let mut spec = netdojo_linux::sysctl::jail_spec(Profile::Daemon, &self.ns)?;
         spec.writable = vec![self.dir.clone()];
         spec.cpu_seconds = 0;

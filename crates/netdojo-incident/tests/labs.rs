@@ -136,7 +136,10 @@ async fn operator_actions_change_what_the_checks_see() {
     live.apply(&vtysh(&["interface eth2", " no ip ospf area 0"])).await.expect("vtysh change");
     let h = live.wait_health(|h| h.passed(reach) == Some(false), std::time::Duration::from_secs(5)).await;
     assert_eq!(h.passed(reach), Some(false), "the server LAN withdrawn from OSPF");
-    live.apply(&vtysh(&["interface eth2", " ip ospf area 0"])).await.expect("vtysh repair");
+    // As typed at a terminal: the session's framing is accepted.
+    live.apply(&vtysh(&["configure terminal", "interface eth2", " ip ospf area 0", "end"]))
+        .await
+        .expect("vtysh repair");
     let h = live.wait_health(|h| h.all_passed(), std::time::Duration::from_secs(10)).await;
     assert!(h.all_passed(), "{}", h.describe_failing());
     let linux = |line: &str| Action::Linux { device: "branch1".into(), line: line.into() };

@@ -315,14 +315,20 @@ impl Frr {
         // output and then three NUL bytes and the status.
         let lines =
             ["enable".to_string(), "configure terminal".into(), format!("hostname {hostname}"), "end".into()];
-        for d in self.daemons() {
-            self.vty(d, &lines, Duration::from_secs(5)).await.map_err(|e| match e {
-                FrrError::Io { router, source, .. } => {
-                    FrrError::Io { router, what: format!("{d}: hostname"), source }
-                }
-                other => other,
-            })?;
-        }
+        // Every daemon at once: each is its own socket and process.
+        let this = &*self;
+        let renames = this.daemons().into_iter().map(|d| {
+            let lines = &lines;
+            async move {
+                this.vty(d, lines, Duration::from_secs(5)).await.map_err(|e| match e {
+                    FrrError::Io { router, source, .. } => {
+                        FrrError::Io { router, what: format!("{d}: hostname"), source }
+                    }
+                    other => other,
+                })
+            }
+        });
+        futures::future::try_join_all(renames).await?;
         Ok(())
     }
 
