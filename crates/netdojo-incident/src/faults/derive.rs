@@ -920,10 +920,11 @@ fn bgp_next_hop_self(view: &View) -> Vec<Candidate> {
             // not carry: its routes reach the iBGP peer with that next hop.
             let Some(bgp) = &r.bgp else { return false };
             is_ibgp(r, n)
-                && bgp
-                    .neighbors
-                    .iter()
-                    .any(|e| !is_ibgp(r, e) && e.addr.parse().is_ok_and(|a| !ospf_covers(r, a)))
+                && bgp.neighbors.iter().any(|e| {
+                    !is_ibgp(r, e)
+                        && !is_backup(view, r, e)
+                        && e.addr.parse().is_ok_and(|a| !ospf_covers(r, a))
+                })
         },
         |r, n| format!("{} does not set next-hop-self towards its iBGP peer {}", r.name, n.addr),
     )
@@ -933,6 +934,54 @@ fn sanitize(s: &str) -> String {
     s.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_uppercase() } else { '-' }).collect()
 }
 
+/// Another eBGP session of the AS (on this router or another of its routers) to the same
+/// neighbouring AS as `n`: what `n` sends also comes from there (a leaf's two spines, a
+/// spine's peer spine), so losing `n`'s routes breaks nothing.
+fn redundant(view: &View, r: &Router, n: &super::view::Neighbor) -> bool {
+    let Some(asn) = r.bgp.as_ref().map(|b| b.asn.clone()) else { return false };
+    !is_ibgp(r, n)
+        && view.routers.values().filter(|o| o.bgp.as_ref().is_some_and(|b| b.asn == asn)).any(|o| {
+            o.bgp
+                .iter()
+                .flat_map(|b| b.neighbors.iter())
+                .any(|x| x.remote_as == n.remote_as && !(o.name == r.name && x.addr == n.addr))
+        })
+}
+
+/// The neighbour entry the peer at `n` has for `r` (the session seen from the other side).
+fn reverse<'v>(
+    view: &'v View,
+    r: &Router,
+    n: &super::view::Neighbor,
+) -> Option<(&'v Router, &'v super::view::Neighbor)> {
+    let peer = view.owner(&n.addr).and_then(|p| view.routers.get(p))?;
+    let mine: BTreeSet<String> = r.addresses().map(|a| a.to_string()).collect();
+    let back = peer.bgp.as_ref()?.neighbors.iter().find(|x| mine.contains(&x.addr))?;
+    Some((peer, back))
+}
+
+/// A backup neighbour: its routes lose anyway (an eBGP neighbour whose inbound route-map
+/// lowers the local preference; an iBGP neighbour whose own exits are all such).
+fn is_backup(view: &View, r: &Router, n: &super::view::Neighbor) -> bool {
+    let lowered = |r: &Router, n: &super::view::Neighbor| {
+        applied_route_maps(r, "in").into_iter().filter(|(x, _)| x.addr == n.addr).any(|(_, rm)| {
+            r.route_maps().into_iter().filter(|e| words(&e.line).get(1) == Some(&rm.as_str())).any(|e| {
+                e.children.iter().any(|c| match words(&c.line)[..] {
+                    ["set", "local-preference", v] => v.parse::<u32>().is_ok_and(|v| v < 100),
+                    _ => false,
+                })
+            })
+        })
+    };
+    if !is_ibgp(r, n) {
+        return lowered(r, n);
+    }
+    let Some(peer) = view.owner(&n.addr).and_then(|p| view.routers.get(p)) else { return false };
+    let exits: Vec<&super::view::Neighbor> =
+        peer.bgp.iter().flat_map(|b| b.neighbors.iter()).filter(|x| !is_ibgp(peer, x)).collect();
+    !exits.is_empty() && exits.iter().all(|x| lowered(peer, x))
+}
+
 fn bgp_route_map_deny(view: &View) -> Vec<Candidate> {
     // The operator attaches a route-map that denies everything to the session (in place of
     // the one it had, if any). Attaching takes effect at once, whatever the lab's route-map
@@ -940,6 +989,9 @@ fn bgp_route_map_deny(view: &View) -> Vec<Candidate> {
     // ever).
     let mut out = Vec::new();
     for (r, n) in checked_sessions(view) {
+        if redundant(view, r, n) || is_backup(view, r, n) {
+            continue;
+        }
         let existing = n.lines.iter().find_map(|(af, l)| match words(l)[..] {
             [_, _, "route-map", name, "in"] => Some((af.clone(), name.to_string())),
             _ => None,
@@ -986,6 +1038,9 @@ fn default_af(r: &Router) -> Option<String> {
 fn bgp_prefix_list_deny(view: &View) -> Vec<Candidate> {
     let mut out = Vec::new();
     for (r, n) in checked_sessions(view) {
+        if redundant(view, r, n) || is_backup(view, r, n) {
+            continue;
+        }
         let af = n.lines.iter().find_map(|(af, _)| af.clone()).or_else(|| default_af(r));
         let existing = n.lines.iter().find_map(|(_, l)| match words(l)[..] {
             [_, _, "prefix-list", name, "in"] => Some(name.to_string()),
@@ -1042,7 +1097,17 @@ fn bgp_missing_network(view: &View) -> Vec<Candidate> {
         let Some(bgp) = &r.bgp else { continue };
         for (af, line) in &bgp.networks {
             let Some(prefix) = words(line).get(1).and_then(|p| Cidr::parse(p)) else { continue };
-            if !flows_touch(view, prefix) {
+            // Another router of the AS announcing it too keeps it announced (iBGP carries it).
+            let twin = view.routers.values().any(|o| {
+                o.name != r.name
+                    && o.bgp.as_ref().is_some_and(|b| {
+                        b.asn == bgp.asn
+                            && b.networks.iter().any(|(_, l)| words(l).get(1) == words(line).get(1))
+                    })
+            });
+            // A default route the router originates covers the prefix for its neighbours.
+            let default = bgp.neighbors.iter().any(|x| neighbor_line(x, "default-originate").is_some());
+            if twin || default || !flows_touch(view, prefix) {
                 continue;
             }
             out.push(cand(
@@ -1116,7 +1181,8 @@ fn bgp_default_originate(view: &View) -> Vec<Candidate> {
         view,
         FaultType::BgpDefaultOriginateMissing,
         "default-originate",
-        |_, _| true,
+        // The receiver must use this default, not hold it as a backup.
+        |r, n| !reverse(view, r, n).is_some_and(|(peer, back)| is_backup(view, peer, back)),
         |r, n| format!("{} no longer originates a default route to {}", r.name, n.addr),
     )
 }
@@ -1144,10 +1210,33 @@ fn bgp_max_prefix(view: &View) -> Vec<Candidate> {
         // peer announces by network statements and redistribution of its connected subnets.
         let Some(peer) = view.owner(&n.addr).and_then(|p| view.routers.get(p)) else { continue };
         let Some(pbgp) = &peer.bgp else { continue };
+        // What it originates: network statements, a default, and what it redistributes
+        // without a route-map (its connected subnets, its static routes; OSPF's: many).
+        let redistributed: usize = pbgp
+            .redistribute
+            .iter()
+            .map(|(_, l)| match words(l)[..] {
+                ["redistribute", "connected"] => peer.ifaces.values().filter(|i| i.cidr.is_some()).count(),
+                ["redistribute", "static"] => peer.statics.len(),
+                ["redistribute", "ospf"] => 2,
+                _ => 0,
+            })
+            .sum();
         let sends = pbgp.networks.len()
-            + pbgp.redistribute.iter().map(|_| 2).sum::<usize>()
+            + redistributed
             + pbgp.neighbors.iter().filter(|x| neighbor_line(x, "default-originate").is_some()).count();
-        if sends < 2 {
+        // An inbound filter on the router may pass fewer than that: only a route-map that
+        // permits everything (no match) is known to pass them all.
+        let filtered = n.lines.iter().any(|(_, l)| match words(l)[..] {
+            [_, _, "prefix-list" | "distribute-list" | "filter-list", _, "in"] => true,
+            [_, _, "route-map", rm, "in"] => !r.route_maps().iter().any(|e| {
+                words(&e.line).get(1) == Some(&rm)
+                    && words(&e.line).get(2) == Some(&"permit")
+                    && !e.children.iter().any(|c| c.line.starts_with("match "))
+            }),
+            _ => false,
+        });
+        if sends < 2 || filtered {
             continue;
         }
         let af = n.lines.iter().find_map(|(af, _)| af.clone()).or_else(|| default_af(r));
@@ -1204,6 +1293,56 @@ fn applied_route_maps<'r>(r: &'r Router, dir: &str) -> Vec<(&'r super::view::Nei
     out
 }
 
+/// The local preferences that inbound route-maps set on the routers of `r`'s AS.
+fn local_prefs(view: &View, r: &Router) -> Vec<u32> {
+    let asn = r.bgp.as_ref().map(|b| b.asn.clone());
+    let mut out = Vec::new();
+    for o in view.routers.values().filter(|o| o.bgp.as_ref().map(|b| b.asn.clone()) == asn) {
+        for (_, rm) in applied_route_maps(o, "in") {
+            for e in o.route_maps().into_iter().filter(|e| words(&e.line).get(1) == Some(&rm.as_str())) {
+                out.extend(e.children.iter().filter_map(|c| match words(&c.line)[..] {
+                    ["set", "local-preference", v] => v.parse::<u32>().ok(),
+                    _ => None,
+                }));
+            }
+        }
+    }
+    out
+}
+
+/// A policy changed by swapping route-maps: the operator writes `RM-NEW`, a copy of the
+/// session's route-map `rm` with `edit` applied to its entries, and attaches it to the session
+/// in `dir`. Attaching applies at once (a route-map changed in place waits for the route-map
+/// delay timer: with `bgp route-map delay-timer 0`, as the labs have it, for ever, and the
+/// repair could not take effect either). The repair attaches `rm` again and deletes the copy.
+fn swap_route_map(
+    r: &Router,
+    n: &super::view::Neighbor,
+    rm: &str,
+    dir: &str,
+    edit: impl Fn(&str, &[String]) -> Vec<String>,
+) -> (Vec<String>, Vec<String>) {
+    let new = format!("{rm}-NEW");
+    let af = n
+        .lines
+        .iter()
+        .find_map(|(af, l)| l.contains(&format!(" route-map {rm} {dir}")).then(|| af.clone()))
+        .flatten();
+    let mut inject = Vec::new();
+    for e in r.route_maps().into_iter().filter(|e| words(&e.line).get(1) == Some(&rm)) {
+        let header = e.line.replacen(&format!("route-map {rm} "), &format!("route-map {new} "), 1);
+        let children: Vec<String> = e.children.iter().map(|c| c.line.clone()).collect();
+        inject.push(header.clone());
+        inject.extend(edit(&e.line, &children).into_iter().map(|l| format!(" {l}")));
+        inject.push("exit".into());
+    }
+    inject.extend(in_bgp(r, &af, &[format!("neighbor {} route-map {new} {dir}", n.addr)]));
+    let mut repair = in_bgp(r, &af, &[format!("neighbor {} route-map {rm} {dir}", n.addr)]);
+    repair.push("exit".into());
+    repair.push(format!("no route-map {new}"));
+    (inject, repair)
+}
+
 fn bgp_local_pref(view: &View) -> Vec<Candidate> {
     let mut out = Vec::new();
     let has_path_checks = view
@@ -1226,16 +1365,36 @@ fn bgp_local_pref(view: &View) -> Vec<Candidate> {
                 if lp == 100 {
                     continue;
                 }
-                let new = if lp > 100 { 50 } else { 200 };
+                // Strictly past every other preference of the AS (a tie would leave the
+                // choice to later steps, which may keep the path).
+                let others: Vec<u32> =
+                    local_prefs(view, r).into_iter().filter(|v| *v != lp).chain([100]).collect();
+                let new = if lp > 100 {
+                    others.iter().min().copied().unwrap_or(100).saturating_sub(10).max(1)
+                } else {
+                    others.iter().max().copied().unwrap_or(100) + 10
+                };
+                let (inject, repair) = swap_route_map(r, n, &rm, "in", |header, lines| {
+                    lines
+                        .iter()
+                        .map(|l| {
+                            if header == entry.line && l.starts_with("set local-preference ") {
+                                format!("set local-preference {new}")
+                            } else {
+                                l.clone()
+                            }
+                        })
+                        .collect()
+                });
                 out.push(cand(
                     FaultType::BgpLocalPrefInverted,
                     &r.name,
                     format!(
-                        "{}'s route-map {rm} (in from {}) sets local-preference {new} instead of {lp}",
+                        "{} takes routes from {} through route-map {rm}-NEW, which sets local-preference {new} where {rm} sets {lp}",
                         r.name, n.addr
                     ),
-                    vec![vtysh(&r.name, &[entry.line.clone(), format!(" set local-preference {new}")])],
-                    vec![vtysh(&r.name, &[entry.line.clone(), format!(" set local-preference {lp}")])],
+                    vec![vtysh(&r.name, &inject)],
+                    vec![vtysh(&r.name, &repair)],
                 ));
             }
         }
@@ -1278,19 +1437,22 @@ fn bgp_as_path(view: &View) -> Vec<Candidate> {
                         .map(|(_, m)| m);
                     let (inject, repair) = match out_rm {
                         Some(m) => {
-                            let Some(entry) = r2.route_maps().into_iter().find(|e| {
+                            let Some(first) = r2.route_maps().into_iter().find(|e| {
                                 words(&e.line).get(1) == Some(&m.as_str())
                                     && words(&e.line).get(2) == Some(&"permit")
                             }) else {
                                 continue;
                             };
-                            if entry.children.iter().any(|c| c.line.starts_with("set as-path prepend")) {
+                            if first.children.iter().any(|c| c.line.starts_with("set as-path prepend")) {
                                 continue;
                             }
-                            (
-                                vec![entry.line.clone(), format!(" set as-path prepend {path}")],
-                                vec![entry.line.clone(), format!(" no set as-path prepend {path}")],
-                            )
+                            swap_route_map(r2, n, &m, "out", |header, lines| {
+                                let mut lines = lines.to_vec();
+                                if header == first.line {
+                                    lines.push(format!("set as-path prepend {path}"));
+                                }
+                                lines
+                            })
                         }
                         None => {
                             let m = format!("TO-{}", sanitize(&n.addr));
