@@ -8,6 +8,8 @@ use anyhow::{Context, Result, bail};
 use netdojo::config::CommandScore;
 use netdojo::dcgraph::code::{self, CodeFactory, CodeOracleFactory, Python};
 use netdojo::dcgraph::{DcGraphFactory, GraphSource, Keying, QueryGenerator, Targets};
+use netdojo::incident::IncidentGenerator;
+use netdojo::incident::env::IncidentFactory;
 use netdojo::linux::routing::{RoutingFactory, RoutingGenerator};
 use netdojo::llm::{
     ChatModel, CommandReference, LlmAgentFactory, Lookup, RetryPolicy, Sampling, Settings, Strategy, ToolMode,
@@ -19,7 +21,7 @@ use netdojo::scripted::{NoopFactory, OracleFactory, RandomFactory};
 use netdojo::{AgentFactory, EnvironmentFactory, Scorer, TaskGenerator};
 use serde::{Deserialize, Serialize};
 
-pub const ENVIRONMENTS: &[&str] = &["dcgraph", "routing", "netconf", "k8s", "gns3"];
+pub const ENVIRONMENTS: &[&str] = &["dcgraph", "routing", "netconf", "k8s", "incident", "gns3"];
 pub const AGENTS: &[&str] = &["oracle", "noop", "random", "openai", "ollama", "mcp"];
 
 /// An environment with what runs it: the factory, the generator of its tasks, its scorers.
@@ -252,9 +254,34 @@ fn tools_app(name: &str, options: &EnvOptions) -> Result<App> {
                 interaction: Interaction::Tools,
             })
         }
+        "incident" => {
+            let (factory, generator) = incident()?;
+            report_sweep(factory.swept());
+            let mut scorers = netdojo::score::repair_scorers();
+            scorers.push(Box::new(netdojo::incident::IncidentScore));
+            Ok(App {
+                factory: Arc::new(factory),
+                generator: Arc::new(generator),
+                scorers,
+                interaction: Interaction::Tools,
+            })
+        }
         "gns3" => gns3(options),
         other => bail!("unknown environment `{other}` (known: {})", ENVIRONMENTS.join(", ")),
     }
+}
+
+/// The incident labs (testdata/incident/labs), the environment that runs them and the
+/// generator that draws tasks on them from the fault catalogue's candidates.
+pub fn incident() -> Result<(IncidentFactory, IncidentGenerator)> {
+    let dir = netdojo::incident::task::default_labs_dir();
+    let labs = netdojo::incident::task::load_labs(&dir)
+        .with_context(|| format!("environment `incident`: loading the labs of {}", dir.display()))?;
+    let generator = IncidentGenerator::new(labs.clone(), netdojo::incident::faults::candidates);
+    let factory = IncidentFactory::new(labs, Default::default()).context(
+        "environment `incident`: it builds FRR labs in network namespaces, so it needs root and FRRouting",
+    )?;
+    Ok((factory, generator))
 }
 
 /// The GNS3 server and node mapping of `options`. The user and password come from

@@ -28,8 +28,8 @@ use crate::apps::{self, EnvOptions};
 #[derive(Debug, Clone, clap::Args, Serialize, Deserialize)]
 pub struct EvalArgs {
     /// Environment: dcgraph (datacenter planning), routing (misconfigured routers, root), netconf
-    /// (NetConfBench on FRR, root), k8s (NetworkPolicies, root), gns3 (NetConfBench on a GNS3
-    /// server).
+    /// (NetConfBench on FRR, root), k8s (NetworkPolicies, root), incident (diagnosis and repair
+    /// on multi-router FRR labs, root), gns3 (NetConfBench on a GNS3 server).
     #[arg(long, default_value = "dcgraph")]
     pub env: String,
     /// Agent: oracle, noop, random, openai, ollama, mcp.
@@ -160,7 +160,7 @@ fn name_keying() -> String {
 /// `cargo xtask generate`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct GenerateArgs {
-    /// Environment whose generator makes the tasks: dcgraph, routing, netconf, k8s.
+    /// Environment whose generator makes the tasks: dcgraph, routing, netconf, k8s, incident.
     #[arg(long, default_value = "dcgraph")]
     pub env: String,
     /// Number of tasks.
@@ -191,13 +191,20 @@ pub struct GenerateArgs {
     #[arg(long, default_value = "1")]
     pub suite_version: String,
     /// netconf: do not run each task's ground truth on real FRR before writing it (by default
-    /// a task whose oracle fails a testcase is not emitted: the command fails).
+    /// a task whose oracle fails a testcase is not emitted: the command fails). incident: do not
+    /// verify the injection on the live lab (by default each fault is injected on its lab, a
+    /// fault that breaks no health check is replaced by the next candidate, and the measured
+    /// symptom is recorded in the task).
     #[arg(long)]
     pub no_validate: bool,
     /// Also run the oracle on the tasks (its run directory: FILE.run) and write its solved
     /// episodes to FILE as chat fine-tuning data (`export --format chat`, docs/training.md).
     #[arg(long, value_name = "FILE")]
     pub with_oracle_trajectories: Option<PathBuf>,
+    /// incident: tasks verified at once, each on its own lab (the verification mostly waits on
+    /// protocol timers).
+    #[arg(long, default_value_t = 1)]
+    pub jobs: usize,
 }
 
 struct Bar {
@@ -569,8 +576,18 @@ pub fn generate(args: GenerateArgs) -> Result<()> {
     } else {
         None
     };
+    // Incident tasks: the faults' symptoms measured on the live lab (verified injection),
+    // `--jobs` at a time, written in index order.
+    let mut verified = if args.env == "incident" && !args.no_validate {
+        Some(incident_tasks(&args)?.into_iter())
+    } else {
+        None
+    };
     for index in 0..args.queries {
-        let task = app.generator.generate(args.seed, index)?;
+        let task = match &mut verified {
+            Some(tasks) => tasks.next().context("a verified task is missing")?,
+            None => app.generator.generate(args.seed, index)?,
+        };
         if let Some((runtime, oracle)) = &validator {
             let (record, trajectory) = runtime.block_on(oracle.run_episode(&task));
             let failed: Vec<String> = trajectory
@@ -624,6 +641,38 @@ pub fn generate(args: GenerateArgs) -> Result<()> {
         crate::report::oracle_trajectories(app.factory, app.scorers, &source, file)?;
     }
     Ok(())
+}
+
+/// `generate --env incident`: every task verified on its live lab (docs/incident.md), `--jobs`
+/// at a time; what was redrawn is printed on standard error.
+fn incident_tasks(args: &GenerateArgs) -> Result<Vec<netdojo::Task>> {
+    let (_, generator) = apps::incident()?;
+    let generator = Arc::new(generator);
+    let runtime = tokio::runtime::Runtime::new().context("tokio runtime")?;
+    let jobs = Arc::new(tokio::sync::Semaphore::new(args.jobs.max(1)));
+    runtime.block_on(async {
+        let mut handles = Vec::new();
+        for index in 0..args.queries {
+            let (generator, jobs, seed) = (generator.clone(), jobs.clone(), args.seed);
+            handles.push(tokio::spawn(async move {
+                let _permit = jobs.acquire_owned().await.map_err(|e| anyhow::anyhow!("{e}"))?;
+                let patience = netdojo::incident::verify::Patience::default();
+                let (task, report) = generator.verified(seed, index, patience).await?;
+                let mut line =
+                    format!("{} ({}): verified in {:.1} s", task.id, task.label, report.took.as_secs_f64());
+                for why in &report.redrawn {
+                    line.push_str(&format!("\n  redrawn: {why}"));
+                }
+                eprintln!("{line}");
+                Ok::<_, anyhow::Error>(task)
+            }));
+        }
+        let mut tasks = Vec::new();
+        for handle in handles {
+            tasks.push(handle.await.context("a verification panicked")??);
+        }
+        Ok(tasks)
+    })
 }
 
 fn default_targets() -> String {

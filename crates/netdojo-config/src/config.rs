@@ -332,6 +332,9 @@ pub const SINGLE_VALUED: &[&str] = &[
     "neighbor * password ?",
     "neighbor * update-source ?",
     "neighbor * ebgp-multihop ...",
+    // FRR keeps `timers connect N` apart from the keepalive/hold `timers K H`.
+    "neighbor * timers connect ?",
+    "neighbor * timers delayopen ?",
     "neighbor * timers ...",
     "neighbor * weight ?",
     "neighbor * route-map ? in",
@@ -2376,6 +2379,14 @@ mod tests {
             conflict_key("neighbor 10.0.0.3 remote-as 1")
         );
         assert_eq!(conflict_key("redistribute static"), conflict_key("redistribute static route-map RM"));
+        assert_ne!(
+            conflict_key("neighbor 10.0.0.2 timers 1 3"),
+            conflict_key("neighbor 10.0.0.2 timers connect 1")
+        );
+        assert_eq!(
+            conflict_key("neighbor 10.0.0.2 timers 1 3"),
+            conflict_key("neighbor 10.0.0.2 timers 3 9")
+        );
         assert!(conflict_key("ip address 10.0.0.1/24").is_none());
     }
 

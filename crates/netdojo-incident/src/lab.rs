@@ -51,6 +51,17 @@ pub struct Lab {
     pub topology: Body,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub services: Vec<Service>,
+    /// Commands of the `linux` dialect run on a node once the network and FRR are up, in
+    /// order (an `nft` ruleset of an edge router, a host's IPv6 address): node → lines. Operator
+    /// commands (split without a shell, not held to the agent's allow-list), run contained in
+    /// the node's namespace.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub linux: BTreeMap<String, Vec<String>>,
+    /// Whether the lab uses IPv6. Without it every node has IPv6 turned off (netdojo-linux's
+    /// `IPV4_ONLY`), which makes building and deleting the network cheaper; with it every node
+    /// skips duplicate address detection, so addresses work at once.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ipv6: bool,
     pub checks: Vec<Check>,
 }
 
@@ -205,6 +216,16 @@ impl Lab {
                 }
                 None => {
                     return Err(invalid(format!("services[{i}].node"), format!("no node {}", service.node)));
+                }
+            }
+        }
+        for (node, lines) in &self.linux {
+            if topology.node(node).is_none() {
+                return Err(invalid(format!("linux.{node}"), format!("no node {node}")));
+            }
+            for (i, line) in lines.iter().enumerate() {
+                if let Err(e) = netdojo_linux::exec::trusted(line) {
+                    return Err(invalid(format!("linux.{node}[{i}]"), e.to_string()));
                 }
             }
         }

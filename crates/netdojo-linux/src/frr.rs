@@ -310,42 +310,92 @@ impl Frr {
         // output and then three NUL bytes and the status.
         let lines =
             ["enable".to_string(), "configure terminal".into(), format!("hostname {hostname}"), "end".into()];
-        for d in self.daemons() {
-            let path = Path::new(FRR_STATE).join(&self.ns).join(format!("{d}.vty"));
-            let talk = async {
-                use tokio::io::{AsyncReadExt, AsyncWriteExt};
-                let mut sock = tokio::net::UnixStream::connect(&path).await?;
-                for line in &lines {
-                    sock.write_all(format!("{line}\0").as_bytes()).await?;
-                    let mut answer = Vec::new();
-                    let mut buf = [0u8; 4096];
-                    while !(answer.len() >= 4 && answer[answer.len() - 4..answer.len() - 1] == [0, 0, 0]) {
-                        let n = sock.read(&mut buf).await?;
-                        if n == 0 {
-                            return Err(std::io::Error::other("connection closed"));
-                        }
-                        answer.extend_from_slice(&buf[..n]);
+        // Every daemon at once: each is its own socket and process.
+        let this = &*self;
+        let renames = this.daemons().into_iter().map(|d| {
+            let lines = &lines;
+            async move {
+                this.vty(d, lines, Duration::from_secs(5)).await.map_err(|e| match e {
+                    FrrError::Io { router, source, .. } => {
+                        FrrError::Io { router, what: format!("{d}: hostname"), source }
                     }
-                    if answer[answer.len() - 1] != 0 {
-                        let text = String::from_utf8_lossy(&answer[..answer.len() - 4]).into_owned();
-                        return Err(std::io::Error::other(format!("`{line}`: {}", text.trim())));
-                    }
-                }
-                Ok(())
-            };
-            tokio::time::timeout(Duration::from_secs(5), talk)
-                .await
-                .map_err(|_| FrrError::Timeout {
-                    router: self.router.clone(),
-                    timeout: Duration::from_secs(5),
-                })?
-                .map_err(|source| FrrError::Io {
-                    router: self.router.clone(),
-                    what: format!("{d}: hostname"),
-                    source,
-                })?;
-        }
+                    other => other,
+                })
+            }
+        });
+        futures::future::try_join_all(renames).await?;
         Ok(())
+    }
+
+    /// Sends `lines` to daemon `daemon` on its own vty socket, in vtysh's protocol (a
+    /// NUL-terminated line, answered by the output, three NUL bytes and the status), and returns
+    /// each line's output. A line the daemon refuses is an error naming it. No process is
+    /// started: this is how netdojo's own reads (health checks) cost microseconds, not a vtysh.
+    pub async fn vty(
+        &self,
+        daemon: &str,
+        lines: &[String],
+        timeout: Duration,
+    ) -> Result<Vec<String>, FrrError> {
+        let answers = self.vty_raw(daemon, lines, timeout).await?;
+        let mut outputs = Vec::with_capacity(answers.len());
+        for (line, (status, text)) in lines.iter().zip(answers) {
+            if status != 0 {
+                return Err(FrrError::Io {
+                    router: self.router.clone(),
+                    what: format!("{daemon} vty"),
+                    source: std::io::Error::other(format!("`{line}`: {}", text.trim())),
+                });
+            }
+            outputs.push(text);
+        }
+        Ok(outputs)
+    }
+
+    /// [`vty`](Self::vty)'s exchange: each line's status (0: success) and output.
+    async fn vty_raw(
+        &self,
+        daemon: &str,
+        lines: &[String],
+        timeout: Duration,
+    ) -> Result<Vec<(u8, String)>, FrrError> {
+        let path = Path::new(FRR_STATE).join(&self.ns).join(format!("{daemon}.vty"));
+        let talk = async {
+            use tokio::io::{AsyncReadExt, AsyncWriteExt};
+            let mut sock = tokio::net::UnixStream::connect(&path).await?;
+            let mut outputs = Vec::with_capacity(lines.len());
+            for line in lines {
+                sock.write_all(format!("{line}\0").as_bytes()).await?;
+                let mut answer = Vec::new();
+                let mut buf = [0u8; 16384];
+                while !(answer.len() >= 4 && answer[answer.len() - 4..answer.len() - 1] == [0, 0, 0]) {
+                    let n = sock.read(&mut buf).await?;
+                    if n == 0 {
+                        return Err(std::io::Error::other("connection closed"));
+                    }
+                    answer.extend_from_slice(&buf[..n]);
+                }
+                let text = String::from_utf8_lossy(&answer[..answer.len() - 4]).into_owned();
+                outputs.push((answer[answer.len() - 1], text));
+            }
+            Ok(outputs)
+        };
+        tokio::time::timeout(timeout, talk)
+            .await
+            .map_err(|_| FrrError::Timeout { router: self.router.clone(), timeout })?
+            .map_err(|source| FrrError::Io {
+                router: self.router.clone(),
+                what: format!("{daemon} vty"),
+                source,
+            })
+    }
+
+    /// One `show` command answered by `daemon` on its vty socket (see [`vty`](Self::vty)).
+    /// Its output is returned whatever its status: a `show` that finds nothing (`show ip route
+    /// PREFIX json` answers `{}`) ends with a warning status.
+    pub async fn show(&self, daemon: &str, command: &str) -> Result<String, FrrError> {
+        let mut out = self.vty_raw(daemon, &[command.to_string()], Duration::from_secs(5)).await?;
+        Ok(out.pop().map(|(_, text)| text).unwrap_or_default())
     }
 
     /// Empties the daemons' logs and removes the files that configuration commands left in the

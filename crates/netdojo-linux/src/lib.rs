@@ -5,6 +5,8 @@
 //! - [`netns`]: creating, marking, deleting and sweeping netdojo's own namespaces.
 //! - [`network`]: building a topology with rtnetlink, readiness, teardown.
 //! - [`pingmesh`]: every host pings every other, in parallel; Mininet's pingall rendering.
+//! - [`probe`]: a ping, a TTL-limited trace, a DNS query and an HTTP GET from one node's
+//!   namespace (a lab's health checks).
 //! - [`frr`]: FRRouting instances for `frr` routers (one per namespace, vtysh inside it).
 //! - [`pool`]: a warm pool of FRR routers, reset and checked against their fresh state between
 //!   episodes.
@@ -33,6 +35,7 @@ pub mod paths;
 pub mod pingmesh;
 pub mod pool;
 pub mod preflight;
+pub mod probe;
 pub mod routing;
 pub mod sysctl;
 pub mod topology;

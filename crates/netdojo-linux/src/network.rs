@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use futures::TryStreamExt;
 use futures::future::try_join_all;
+use rtnetlink::packet_route::address::AddressAttribute;
 use rtnetlink::packet_route::link::{
     BridgeStpState, InfoData, InfoKind, InfoVeth, LinkAttribute, LinkFlags, State,
 };
@@ -425,11 +426,13 @@ impl Network {
                         .map_err(build_err(format!("{name}:{port} up")))?;
                 }
                 for (index, cidr, what) in addresses {
-                    rtnl.address()
-                        .add(index, IpAddr::V4(cidr.addr), cidr.len)
-                        .execute()
-                        .await
-                        .map_err(build_err(what))?;
+                    let mut add = rtnl.address().add(index, IpAddr::V4(cidr.addr), cidr.len);
+                    // rtnetlink derives a broadcast address from the prefix; on a /31 that is
+                    // the peer's address (RFC 3021 links have none), as `ip addr add` knows.
+                    if cidr.len == 31 {
+                        add.message_mut().attributes.retain(|a| !matches!(a, AddressAttribute::Broadcast(_)));
+                    }
+                    add.execute().await.map_err(build_err(what))?;
                 }
                 for (msg, what) in routes {
                     rtnl.route().add(msg).execute().await.map_err(build_err(what))?;

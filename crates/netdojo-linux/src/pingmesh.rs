@@ -214,7 +214,7 @@ pub async fn run(nodes: &[(String, Ipv4Addr)], pingers: &[Arc<Pinger>], options:
 }
 
 /// An ICMP echo request with a 56-byte payload, the size `ping` sends (84-byte IP packet).
-fn echo_request(id: u16, seq: u16) -> Vec<u8> {
+pub(crate) fn echo_request(id: u16, seq: u16) -> Vec<u8> {
     let mut packet = vec![0u8; 8 + 56];
     packet[0] = 8;
     packet[4..6].copy_from_slice(&id.to_be_bytes());

@@ -20,6 +20,10 @@
 //! Allowed on purpose: `hostname` (the router's own name in FRR, not the host's),
 //! `password`/`enable password` (vtysh does not ask for them), `frr defaults`, `list`.
 
+use std::collections::BTreeMap;
+
+use crate::frr::Frr;
+
 /// The longest line accepted, in bytes. FRR's own line buffer is 4 KiB (`VTY_BUFSIZ`); a
 /// longer line is an agent's mistake, not a configuration.
 pub const MAX_LINE: usize = 4096;
@@ -144,6 +148,76 @@ fn shown(line: &str) -> String {
     } else {
         format!("{}...", line.chars().take(SHOWN).collect::<String>())
     }
+}
+
+/// One command's result in a configuration call (NetConfBench's `update-cfg`, the incident `configure`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct CommandResult {
+    pub command: String,
+    pub status: &'static str,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub error: String,
+}
+
+/// Applies `commands` in configuration mode, in order. Every command is tried: a failing one is
+/// reported with the device's own error text and the ones after it still apply, as when a
+/// configuration is pasted into a router (vtysh `-f`). With `check_only`, vtysh only parses
+/// them (`-C`): the same per-command answer, and nothing reaches a daemon.
+pub async fn apply_commands(
+    frr: &Frr,
+    commands: &[String],
+    check_only: bool,
+) -> Result<Vec<CommandResult>, crate::frr::FrrError> {
+    // `configure terminal` and `end` frame a session on a terminal; the file is already in
+    // configuration mode, so they are accepted and not sent.
+    let framing = |c: &str| matches!(c.trim(), "configure terminal" | "conf t" | "configure" | "end");
+    let mut lines = Vec::new();
+    let mut line_of = Vec::new();
+    // Refused before vtysh sees them (files, the host's logs, history; see `vty`): reported like
+    // the device's own errors, and the others still apply.
+    let mut refused: BTreeMap<usize, String> = BTreeMap::new();
+    for (i, c) in commands.iter().enumerate() {
+        if framing(c) {
+            continue;
+        }
+        if !c.trim().is_empty()
+            && let Err(refusal) = check_config_line(c)
+        {
+            refused.insert(i, refusal.to_string());
+            continue;
+        }
+        lines.push(c.trim_ascii_end().to_string());
+        line_of.push(i);
+    }
+    let text_in = lines.join("\n") + "\n";
+    let out = if check_only { frr.check_file(&text_in).await? } else { frr.apply_file(&text_in).await? };
+    let text = out.text();
+    let mut errors: BTreeMap<usize, String> = BTreeMap::new();
+    for line in text.lines() {
+        // `line 3: % Unknown command[41]:  bogus`
+        if let Some(rest) = line.strip_prefix("line ")
+            && let Some((n, message)) = rest.split_once(':')
+            && let Ok(n) = n.trim().parse::<usize>()
+            && let Some(&index) = line_of.get(n.wrapping_sub(1))
+        {
+            errors.insert(index, message.trim().to_string());
+        }
+    }
+    // A daemon-level refusal without a line number (e.g. `bgpd is not running`) fails the
+    // whole batch rather than vanishing.
+    let unattributed: Vec<&str> =
+        text.lines().filter(|l| !l.trim().is_empty() && !l.starts_with("line ")).collect();
+    Ok(commands
+        .iter()
+        .enumerate()
+        .map(|(i, c)| match refused.get(&i).or_else(|| errors.get(&i)) {
+            Some(e) => CommandResult { command: c.clone(), status: "error", error: e.clone() },
+            None if !out.success() && errors.is_empty() && !unattributed.is_empty() => {
+                CommandResult { command: c.clone(), status: "error", error: unattributed.join("\n") }
+            }
+            None => CommandResult { command: c.clone(), status: "success", error: String::new() },
+        })
+        .collect())
 }
 
 #[cfg(test)]

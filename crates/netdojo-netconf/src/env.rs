@@ -23,6 +23,9 @@ use netdojo_linux::network::Network;
 use netdojo_linux::preflight::Need;
 use netdojo_linux::topology::{Body, Link, Node, NodeKind, Topology, indexmap_lite::OrderedMap};
 use netdojo_linux::vty;
+/// Moved to netdojo-linux (the incident application applies vtysh lines the same way); kept
+/// here under their old path for netdojo-mcp and the tests.
+pub use netdojo_linux::vty::{CommandResult, apply_commands};
 
 use crate::routes;
 
@@ -226,15 +229,6 @@ pub struct Phases {
     pub testcases: Duration,
     /// Teardown (pooled: the hand-back; the reset runs in the background).
     pub stop: Duration,
-}
-
-/// One command's result in `update-cfg`.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct CommandResult {
-    pub command: String,
-    pub status: &'static str,
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub error: String,
 }
 
 impl NetconfEnv {
@@ -463,67 +457,6 @@ async fn update_linux(ns: &str, commands: &[String]) -> Result<Vec<CommandResult
         results.push(result);
     }
     Ok(results)
-}
-
-/// Applies `commands` in configuration mode, in order. Every command is tried: a failing one is
-/// reported with the device's own error text and the ones after it still apply, as when a
-/// configuration is pasted into a router (vtysh `-f`). With `check_only`, vtysh only parses
-/// them (`-C`): the same per-command answer, and nothing reaches a daemon.
-pub async fn apply_commands(
-    frr: &Frr,
-    commands: &[String],
-    check_only: bool,
-) -> Result<Vec<CommandResult>, netdojo_linux::frr::FrrError> {
-    // `configure terminal` and `end` frame a session on a terminal; the file is already in
-    // configuration mode, so they are accepted and not sent.
-    let framing = |c: &str| matches!(c.trim(), "configure terminal" | "conf t" | "configure" | "end");
-    let mut lines = Vec::new();
-    let mut line_of = Vec::new();
-    // Refused before vtysh sees them (files, the host's logs, history; see `vty`): reported like
-    // the device's own errors, and the others still apply.
-    let mut refused: BTreeMap<usize, String> = BTreeMap::new();
-    for (i, c) in commands.iter().enumerate() {
-        if framing(c) {
-            continue;
-        }
-        if !c.trim().is_empty()
-            && let Err(refusal) = vty::check_config_line(c)
-        {
-            refused.insert(i, refusal.to_string());
-            continue;
-        }
-        lines.push(c.trim_ascii_end().to_string());
-        line_of.push(i);
-    }
-    let text_in = lines.join("\n") + "\n";
-    let out = if check_only { frr.check_file(&text_in).await? } else { frr.apply_file(&text_in).await? };
-    let text = out.text();
-    let mut errors: BTreeMap<usize, String> = BTreeMap::new();
-    for line in text.lines() {
-        // `line 3: % Unknown command[41]:  bogus`
-        if let Some(rest) = line.strip_prefix("line ")
-            && let Some((n, message)) = rest.split_once(':')
-            && let Ok(n) = n.trim().parse::<usize>()
-            && let Some(&index) = line_of.get(n.wrapping_sub(1))
-        {
-            errors.insert(index, message.trim().to_string());
-        }
-    }
-    // A daemon-level refusal without a line number (e.g. `bgpd is not running`) fails the
-    // whole batch rather than vanishing.
-    let unattributed: Vec<&str> =
-        text.lines().filter(|l| !l.trim().is_empty() && !l.starts_with("line ")).collect();
-    Ok(commands
-        .iter()
-        .enumerate()
-        .map(|(i, c)| match refused.get(&i).or_else(|| errors.get(&i)) {
-            Some(e) => CommandResult { command: c.clone(), status: "error", error: e.clone() },
-            None if !out.success() && errors.is_empty() && !unattributed.is_empty() => {
-                CommandResult { command: c.clone(), status: "error", error: unattributed.join("\n") }
-            }
-            None => CommandResult { command: c.clone(), status: "success", error: String::new() },
-        })
-        .collect())
 }
 
 /// A Linux command that only reads, by the sandbox's own rule ([`exec::read_only`]: the show

@@ -13,6 +13,7 @@
 //! | `linux`    | `linux`     | `netdojo-linux`    |
 //! | `netconf`  | `netconf`, `embed`, `config` | `netdojo-netconf`, `netdojo-embed`, `netdojo-config` |
 //! | `k8s`      | `k8s`       | `netdojo-k8s`      |
+//! | `incident` | `incident`  | `netdojo-incident` |
 //! | `gns3`     | `gns3`, `config` | `netdojo-gns3`, `netdojo-config` |
 //! | `mcp`      | `mcp`       | `netdojo-mcp`      |
 //! | `openai`   | `openai`, `llm` | `netdojo-openai`, `netdojo-llm` |
@@ -31,6 +32,8 @@ pub use netdojo_dcgraph as dcgraph;
 pub use netdojo_embed as embed;
 #[cfg(feature = "gns3")]
 pub use netdojo_gns3 as gns3;
+#[cfg(feature = "incident")]
+pub use netdojo_incident as incident;
 #[cfg(feature = "k8s")]
 pub use netdojo_k8s as k8s;
 #[cfg(feature = "linux")]

@@ -249,7 +249,7 @@ fn bad_input_gives_one_clear_line_and_a_failure_code() {
     let cases: [(&[&str], &str); 13] = [
         (
             &["eval", "--env", "nope"],
-            "unknown environment `nope` (known: dcgraph, routing, netconf, k8s, gns3)",
+            "unknown environment `nope` (known: dcgraph, routing, netconf, k8s, incident, gns3)",
         ),
         (
             &["eval", "--agent", "gpt"],

@@ -15,19 +15,11 @@ use crate::common::{lines, namespaces_of, root_or_skip};
 
 /// The venv's python, or a printed skip (a failure under CI).
 fn python_or_skip(what: &str) -> Option<String> {
-    match std::env::var("NETDOJO_OPENENV_PYTHON") {
-        Ok(python) if !python.is_empty() => Some(python),
-        _ => {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "{what}: NETDOJO_OPENENV_PYTHON is unset under CI (.ci/run sets it from .ci/openenv-core)"
-            );
-            eprintln!(
-                "skipping {what}: NETDOJO_OPENENV_PYTHON is unset (bash .ci/openenv-core prints a python with openenv-core 0.3.0)"
-            );
-            None
-        }
-    }
+    netdojo_testkit::env_or_skip(
+        "NETDOJO_OPENENV_PYTHON",
+        what,
+        "bash .ci/openenv-core prints a python with openenv-core 0.3.0; .ci/run sets it",
+    )
 }
 
 fn xtask(args: &[&str]) {

@@ -1,0 +1,881 @@
+//! The incident environment (`--env incident`): one live lab per episode ([`LiveLab`]), the
+//! task's faults injected and their symptom verified before the agent sees the brief, tools to
+//! look, change, probe and report a diagnosis, the lab's health checks after every change (for
+//! per-step safety and unproductive changes) and at the end (repair).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+use netdojo_core::{
+    Check as GoalCheck, EnvError, Environment, EnvironmentFactory, Observation, Outcome, StateCheck, Task,
+    ToolCall, ToolSpec,
+};
+use netdojo_linux::pool::{FrrPool, PoolHandle};
+use netdojo_linux::preflight::Need;
+use netdojo_linux::{exec, netns, probe, vty};
+
+use crate::catalogue::FaultType;
+use crate::fault::Action;
+use crate::health::Health;
+use crate::lab::{Lab, ServiceKind};
+use crate::live::{CONVERGENCE, LiveLab, router_spec};
+use crate::score::{DIAGNOSIS_CHECK, agreement, parse_diagnosis};
+use crate::task::{APPLICATION, Diagnosed, faults_of, lab_hash, setup_of, tools, truth};
+
+const ENV: &str = APPLICATION;
+
+/// The most commands one `configure` call applies, and the most faults one diagnosis names.
+pub const MAX_COMMANDS: usize = 100;
+pub const MAX_DIAGNOSIS: usize = 10;
+/// `ping`'s most echoes and `traceroute`'s most hops.
+pub const MAX_PINGS: u64 = 5;
+pub const MAX_HOPS: u64 = 16;
+/// How long a partial improvement must hold before a step's health is taken (see
+/// [`IncidentEnv::observe_change`]).
+pub const QUIET: Duration = Duration::from_millis(1000);
+
+/// Settings shared by every episode.
+#[derive(Debug, Clone)]
+pub struct IncidentOptions {
+    /// After a change, how long the health checks may take to all pass again (protocols
+    /// reconverge) before the step's state check judges what broke or improved.
+    pub settle: Duration,
+    /// At reset, how long the injected faults may take to show their symptom.
+    pub symptom: Duration,
+    /// Limits on the agent's Linux commands.
+    pub exec: exec::Policy,
+    /// How long one echo or one trace waits for its answers.
+    pub probe: Duration,
+    /// At evaluation, after a change, how long the checks may take to all pass.
+    pub converge: Duration,
+}
+
+impl Default for IncidentOptions {
+    /// 4 s to settle (OSPF's dead interval is 3 s in the labs), 10 s for a symptom, 10 s to
+    /// converge before the verdict.
+    fn default() -> Self {
+        Self {
+            settle: Duration::from_secs(4),
+            symptom: Duration::from_secs(10),
+            exec: exec::Policy::default(),
+            probe: Duration::from_secs(1),
+            converge: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Builds one live lab per episode from the published labs, its routers taken from a warm
+/// FRR pool (netdojo-linux's `pool`: daemons started once, reset and checked between episodes;
+/// one pool for IPv4 labs and one for dual-stack ones, whose routers' sysctls differ), so that
+/// an episode's setup is links, configuration and convergence.
+#[derive(Debug)]
+pub struct IncidentFactory {
+    labs: Arc<BTreeMap<String, Lab>>,
+    options: IncidentOptions,
+    swept: netns::Swept,
+    /// IPv4-only routers, dual-stack routers.
+    pools: [FrrPool; 2],
+}
+
+impl IncidentFactory {
+    pub fn new(labs: BTreeMap<String, Lab>, options: IncidentOptions) -> Result<Self, EnvError> {
+        if !Need::Root.met() {
+            return Err(EnvError::Unsupported {
+                env: ENV.into(),
+                what: "running without root".into(),
+                why: "every episode builds network namespaces and FRR routers, which needs root".into(),
+            });
+        }
+        if !Need::Frr.met() {
+            return Err(EnvError::Unsupported {
+                env: ENV.into(),
+                what: "FRRouting".into(),
+                why: "it is not installed (apt-get install frr)".into(),
+            });
+        }
+        let swept = netns::sweep()
+            .map_err(|e| EnvError::setup(ENV, "sweeping namespaces left by earlier runs").with_source(e))?;
+        let pool = |ipv6: bool| {
+            FrrPool::new(router_spec(ipv6))
+                .map_err(|e| EnvError::setup(ENV, "creating the warm FRR pool").with_source(e))
+        };
+        Ok(Self { labs: Arc::new(labs), options, swept, pools: [pool(false)?, pool(true)?] })
+    }
+
+    /// What the start-up sweep removed.
+    pub fn swept(&self) -> &netns::Swept {
+        &self.swept
+    }
+
+    /// A published lab, by name.
+    pub fn lab(&self, name: &str) -> Option<&Lab> {
+        self.labs.get(name)
+    }
+
+    pub fn env(&self) -> IncidentEnv {
+        let mut env = IncidentEnv::new(self.labs.clone(), self.options.clone());
+        env.pools = Some([self.pools[0].handle(), self.pools[1].handle()]);
+        env
+    }
+}
+
+#[async_trait]
+impl EnvironmentFactory for IncidentFactory {
+    fn name(&self) -> &str {
+        ENV
+    }
+
+    fn config(&self) -> Value {
+        let labs: BTreeMap<&str, String> = self.labs.iter().map(|(n, l)| (n.as_str(), lab_hash(l))).collect();
+        json!({
+            "labs": labs,
+            "warm_pool": true,
+            "settle_ms": self.options.settle.as_millis() as u64,
+            "symptom_ms": self.options.symptom.as_millis() as u64,
+            "exec": {"timeout_ms": self.options.exec.timeout.as_millis() as u64, "output_cap": self.options.exec.output_cap},
+        })
+    }
+
+    async fn create(&self, _task: &Task) -> Result<Box<dyn Environment>, EnvError> {
+        Ok(Box::new(self.env()))
+    }
+}
+
+/// How long an episode's phases took (the bench prints them).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Phases {
+    /// The lab built, FRR and services started, every check passing.
+    pub start: Duration,
+    /// The faults injected and their symptom seen.
+    pub inject: Duration,
+}
+
+/// One episode's lab.
+#[derive(Debug)]
+pub struct IncidentEnv {
+    labs: Arc<BTreeMap<String, Lab>>,
+    options: IncidentOptions,
+    live: Option<LiveLab>,
+    /// Warm routers (IPv4-only, dual-stack), when the factory has them.
+    pools: Option<[PoolHandle; 2]>,
+    task_id: String,
+    /// The health after the latest step that changed something, and before it.
+    current: Option<Health>,
+    previous: Option<Health>,
+    /// A step since the last state check changed the lab.
+    changed: bool,
+    /// A step of the episode changed the lab.
+    changed_ever: bool,
+    /// The last diagnosis the agent submitted.
+    diagnosis: Option<Vec<Diagnosed>>,
+    phases: Phases,
+}
+
+impl IncidentEnv {
+    pub fn new(labs: Arc<BTreeMap<String, Lab>>, options: IncidentOptions) -> Self {
+        Self {
+            labs,
+            options,
+            live: None,
+            pools: None,
+            task_id: String::new(),
+            current: None,
+            previous: None,
+            changed: false,
+            changed_ever: false,
+            diagnosis: None,
+            phases: Phases::default(),
+        }
+    }
+
+    pub fn phases(&self) -> Phases {
+        self.phases
+    }
+
+    fn task_err(&self, message: String) -> EnvError {
+        EnvError::task(ENV, self.task_id.clone(), message)
+    }
+
+    fn runtime(&self, message: String) -> EnvError {
+        EnvError::runtime(ENV, message)
+    }
+
+    fn live(&self) -> Result<&LiveLab, EnvError> {
+        self.live.as_ref().ok_or_else(|| self.runtime("no lab: reset first".into()))
+    }
+
+    fn lab(&self) -> Option<&Lab> {
+        self.live.as_ref().map(LiveLab::lab)
+    }
+
+    fn nodes(&self) -> Vec<String> {
+        self.lab().map(|l| l.topology.nodes.iter().map(|(n, _)| n.to_string()).collect()).unwrap_or_default()
+    }
+
+    fn services(&self) -> Vec<String> {
+        self.lab().map(|l| l.services.iter().map(|s| s.name.clone()).collect()).unwrap_or_default()
+    }
+
+    fn ns(&self, node: &str) -> Option<String> {
+        self.live.as_ref()?.network().ns_name(node).map(str::to_string)
+    }
+
+    /// After a step that changed the lab: the health once the lab has settled, kept for the
+    /// step's state check. Settled is every check passing; or fewer checks failing than
+    /// before the step (a subset of them) and no change for [`QUIET`] (a partial repair: the
+    /// other faults' checks will not recover); or [`IncidentOptions::settle`] spent (a change
+    /// that broke something or changed nothing waits it out, so that a breakage that takes a
+    /// dead interval to show is seen).
+    async fn observe_change(&mut self) -> Result<(), EnvError> {
+        let before: BTreeSet<String> = self
+            .current
+            .as_ref()
+            .map(|h| h.failing().into_iter().map(str::to_string).collect())
+            .unwrap_or_default();
+        let last = std::sync::Mutex::new((None::<BTreeSet<String>>, Instant::now()));
+        let settled = move |h: &Health| {
+            if h.all_passed() {
+                return true;
+            }
+            let failing: BTreeSet<String> = h.failing().into_iter().map(str::to_string).collect();
+            let Ok(mut last) = last.lock() else { return false };
+            if last.0.as_ref() != Some(&failing) {
+                *last = (Some(failing.clone()), Instant::now());
+            }
+            failing.is_subset(&before) && failing != before && last.1.elapsed() >= QUIET
+        };
+        let health = self.live()?.wait_health(settled, self.options.settle).await;
+        self.previous = self.current.replace(health);
+        self.changed = true;
+        self.changed_ever = true;
+        Ok(())
+    }
+
+    /// `show`: a vtysh `show` command on a router, or a read-only Linux command on any node.
+    async fn show(&self, call: &ToolCall, device: &str, command: &str) -> Result<Observation, EnvError> {
+        let command = command.trim();
+        if command.split_whitespace().next() == Some("show") {
+            let Some(frr) = self.live()?.network().frr(device) else {
+                return Ok(Observation::error(
+                    call,
+                    format!(
+                        "{device} runs no FRR (a host): `show ...` is for routers; use the Linux forms (`ip route show`)"
+                    ),
+                ));
+            };
+            let command = match vty::check_show_command(command) {
+                Ok(c) => c,
+                Err(refusal) => return Ok(Observation::error(call, refusal.to_string())),
+            };
+            let out = frr
+                .vtysh(&["-c", command], Duration::from_secs(10))
+                .await
+                .map_err(|e| self.runtime(e.to_string()))?;
+            let text = out.text();
+            let mut obs = Observation::ok(call, text.clone(), Some(json!({"output": text})));
+            obs.ok = out.success();
+            return Ok(obs);
+        }
+        let parsed = match exec::parse(command) {
+            Ok(p) => p,
+            Err(refusal) => return Ok(Observation::error(call, refusal.to_string())),
+        };
+        if let Err(why) = exec::read_only(&parsed) {
+            return Ok(Observation::error(
+                call,
+                format!("refused: {why}; `{}` only looks, `{}` changes", tools::SHOW, tools::CONFIGURE),
+            ));
+        }
+        let ns = self.ns(device).unwrap_or_default();
+        let out =
+            exec::run(&ns, &parsed, &self.options.exec).await.map_err(|e| self.runtime(e.to_string()))?;
+        let mut obs = Observation::ok(
+            call,
+            out.text.clone(),
+            Some(json!({"output": out.text, "exit_status": out.status})),
+        );
+        obs.ok = out.status == Some(0) && !out.timed_out;
+        Ok(obs)
+    }
+
+    /// `configure`: vtysh configuration lines on a router, or Linux-dialect commands on any
+    /// node, each answered; returns the observation and whether anything was applied.
+    async fn configure(
+        &self,
+        call: &ToolCall,
+        device: &str,
+        dialect: &str,
+        commands: &[String],
+    ) -> Result<(Observation, bool), EnvError> {
+        if commands.is_empty() {
+            return Ok((Observation::error(call, "no commands".to_string()), false));
+        }
+        if commands.len() > MAX_COMMANDS {
+            return Ok((
+                Observation::error(
+                    call,
+                    format!("refused: {} commands in one call; the limit is {MAX_COMMANDS}", commands.len()),
+                ),
+                false,
+            ));
+        }
+        let results = match dialect {
+            "frr" => {
+                let Some(frr) = self.live()?.network().frr(device) else {
+                    return Ok((
+                        Observation::error(
+                            call,
+                            format!("{device} runs no FRR (a host): use dialect `linux`"),
+                        ),
+                        false,
+                    ));
+                };
+                vty::apply_commands(frr, commands, false).await.map_err(|e| self.runtime(e.to_string()))?
+            }
+            "linux" => {
+                let ns = self.ns(device).unwrap_or_default();
+                let mut results = Vec::new();
+                for c in commands {
+                    let result = match exec::run_line(&ns, c, &self.options.exec)
+                        .await
+                        .map_err(|e| self.runtime(e.to_string()))?
+                    {
+                        Err(refusal) => vty::CommandResult {
+                            command: c.clone(),
+                            status: "error",
+                            error: refusal.to_string(),
+                        },
+                        Ok(out) if out.status == Some(0) && !out.timed_out => {
+                            vty::CommandResult { command: c.clone(), status: "success", error: String::new() }
+                        }
+                        Ok(out) => vty::CommandResult {
+                            command: c.clone(),
+                            status: "error",
+                            error: out.text.trim().to_string(),
+                        },
+                    };
+                    results.push(result);
+                }
+                results
+            }
+            other => {
+                return Ok((
+                    Observation::error(call, format!("unknown dialect `{other}`; dialects: frr, linux")),
+                    false,
+                ));
+            }
+        };
+        let applied = results.iter().any(|r| r.status == "success");
+        let all_ok = results.iter().all(|r| r.status == "success");
+        let data = json!({"results": results});
+        let mut obs = Observation::ok(call, data.to_string(), Some(data));
+        obs.ok = all_ok;
+        Ok((obs, applied))
+    }
+
+    /// An address from a node name or an address the agent gave.
+    fn target(&self, to: &str) -> Option<IpAddr> {
+        to.parse::<IpAddr>().ok().or_else(|| self.live.as_ref()?.addresses().resolve(to))
+    }
+
+    async fn ping(&self, call: &ToolCall, from: &str, to: &str, count: u64) -> Result<Observation, EnvError> {
+        let Some(dst) = self.target(to) else {
+            return Ok(Observation::error(call, format!("`{to}` is neither an address nor a node")));
+        };
+        let ns = self.ns(from).unwrap_or_default();
+        let mut answered = 0u64;
+        for _ in 0..count {
+            if probe::ping(&ns, dst, self.options.probe).await.map_err(|e| self.runtime(e.to_string()))? {
+                answered += 1;
+            }
+        }
+        let loss = 100 * (count - answered) / count;
+        let text = format!("{from}: ping {dst}: {count} sent, {answered} answered, {loss}% loss");
+        Ok(Observation::ok(call, text, Some(json!({"sent": count, "answered": answered}))))
+    }
+
+    async fn traceroute(
+        &self,
+        call: &ToolCall,
+        from: &str,
+        to: &str,
+        hops: u64,
+    ) -> Result<Observation, EnvError> {
+        let Some(dst) = self.target(to) else {
+            return Ok(Observation::error(call, format!("`{to}` is neither an address nor a node")));
+        };
+        let ns = self.ns(from).unwrap_or_default();
+        let max = u8::try_from(hops).unwrap_or(16);
+        let trace = probe::trace(&ns, dst, max, self.options.probe * 2)
+            .await
+            .map_err(|e| self.runtime(e.to_string()))?;
+        let mut text = format!("traceroute from {from} to {dst}, {max} hops max\n");
+        for (i, hop) in trace.hops.iter().enumerate() {
+            let shown = match hop {
+                Some(addr) => match self.live.as_ref().and_then(|l| l.addresses().owner(*addr)) {
+                    Some(node) => format!("{addr} ({node})"),
+                    None => addr.to_string(),
+                },
+                None => "*".into(),
+            };
+            text.push_str(&format!("{:>2}  {shown}\n", i + 1));
+        }
+        if !trace.reached {
+            text.push_str("destination not reached\n");
+        }
+        let hops: Vec<Option<String>> = trace.hops.iter().map(|h| h.map(|a| a.to_string())).collect();
+        Ok(Observation::ok(call, text, Some(json!({"hops": hops, "reached": trace.reached}))))
+    }
+
+    /// `service`: status (`status`, `show`) or a change (`start`, `stop`, `restart`, `set ...`).
+    async fn service(&self, call: &ToolCall, name: &str, op: &str) -> Result<(Observation, bool), EnvError> {
+        let live = self.live()?;
+        let Some(spec) = self.lab().and_then(|l| l.services.iter().find(|s| s.name == name)).cloned() else {
+            return Ok((
+                Observation::error(
+                    call,
+                    format!("unknown service `{name}`; services: {}", self.services().join(", ")),
+                ),
+                false,
+            ));
+        };
+        let op = op.trim();
+        if matches!(op, "status" | "show") {
+            let status = live.services().await.remove(name);
+            let text = match &status {
+                Some((now, running)) => {
+                    let kind = match now.kind {
+                        ServiceKind::Dns => "dns",
+                        ServiceKind::Http => "http",
+                    };
+                    let mut t = format!(
+                        "{name} ({kind}) on {}: {}, port {}",
+                        now.node,
+                        if *running { "running" } else { "stopped" },
+                        now.port()
+                    );
+                    for (record, addr) in &now.records {
+                        t.push_str(&format!("\n  record {record} = {addr}"));
+                    }
+                    t
+                }
+                None => format!("{name}: no status"),
+            };
+            return Ok((Observation::ok(call, text, None), false));
+        }
+        let action =
+            Action::Service { device: spec.node.clone(), service: name.to_string(), op: op.to_string() };
+        match live.apply(&action).await {
+            Ok(text) => Ok((Observation::ok(call, text, None), true)),
+            Err(e) => Ok((Observation::error(call, e.to_string()), false)),
+        }
+    }
+
+    fn submit(&mut self, call: &ToolCall) -> Observation {
+        let diagnosis = match parse_diagnosis(&call.arguments) {
+            Ok(d) => d,
+            Err(e) => return Observation::error(call, e),
+        };
+        if diagnosis.len() > MAX_DIAGNOSIS {
+            return Observation::error(
+                call,
+                format!("{} faults; a diagnosis names at most {MAX_DIAGNOSIS}", diagnosis.len()),
+            );
+        }
+        let nodes = self.nodes();
+        if let Some(bad) = diagnosis.iter().find(|d| !nodes.contains(&d.device)) {
+            return Observation::error(
+                call,
+                format!("unknown device `{}`; devices: {}", bad.device, nodes.join(", ")),
+            );
+        }
+        let text = if diagnosis.is_empty() {
+            "Diagnosis recorded: no fault.".to_string()
+        } else {
+            let list: Vec<String> =
+                diagnosis.iter().map(|d| format!("{} on {}", d.fault_type, d.device)).collect();
+            format!("Diagnosis recorded: {}. A later submission replaces it.", list.join(", "))
+        };
+        self.diagnosis = Some(diagnosis);
+        Observation::ok(call, text, None)
+    }
+}
+
+/// Command lines of the kinds a look or a repair is made of, for the schemas' `examples`.
+const SHOW_EXAMPLES: [&str; 6] = [
+    "show ip ospf neighbor",
+    "show ip route",
+    "show bgp summary",
+    "show running-config",
+    "ip addr show",
+    "nft list ruleset",
+];
+const CONFIGURE_EXAMPLES: [&str; 6] = [
+    "interface eth1",
+    " ip ospf area 0",
+    "router bgp 65001",
+    " neighbor 10.0.0.2 remote-as 65002",
+    "ip link set dev eth1 up",
+    "ip route replace default via 10.1.1.1",
+];
+
+fn device_schema(description: &str) -> Value {
+    json!({"type": "string", "description": description})
+}
+
+/// The tools, with the names of the episode's lab once it is reset (`devices`, `services`).
+pub fn tool_specs(devices: &[String], services: &[String]) -> Vec<ToolSpec> {
+    let types: Vec<&str> = FaultType::ALL.iter().map(|t| t.id()).collect();
+    let mut entry = json!({
+        "type": "object",
+        "properties": {
+            "device": {"type": "string", "description": "The device at fault."},
+            "type": {"type": "string", "enum": types, "description": "The fault type, from the published list."}
+        },
+        "required": ["device", "type"],
+        "additionalProperties": false
+    });
+    if !devices.is_empty() {
+        entry["properties"]["device"]["enum"] = json!(devices);
+    }
+    vec![
+        ToolSpec::new(
+            tools::SHOW,
+            "Run one read-only command on one device and return its output: a vtysh `show ...` \
+             command on a router, or the read-only form of ip, nft, sysctl, ss, tc... on any \
+             node (no shell).",
+            ToolSpec::object_schema(
+                json!({
+                    "device": device_schema("The router or host, e.g. r1 or h1."),
+                    "command": {"type": "string", "description": "e.g. `show ip ospf neighbor` or `ip route show`.", "examples": SHOW_EXAMPLES}
+                }),
+                &["device", "command"],
+            ),
+        )
+        .with_choices("device", devices),
+        ToolSpec::new(
+            tools::CONFIGURE,
+            "Change one device's configuration, one command at a time, in order. Dialect `frr` \
+             (a router): vtysh configuration-mode lines (`interface eth1`, ` ip ospf area 0`). \
+             Dialect `linux` (any node): ip, nft, sysctl... commands, no shell. Answers each \
+             command with `success` or the device's error; the ones after a failing command \
+             still apply.",
+            ToolSpec::object_schema(
+                json!({
+                    "device": device_schema("The router or host to change."),
+                    "dialect": {"type": "string", "enum": ["frr", "linux"]},
+                    "commands": {"type": "array", "items": {"type": "string", "examples": CONFIGURE_EXAMPLES}, "minItems": 1, "maxItems": MAX_COMMANDS}
+                }),
+                &["device", "dialect", "commands"],
+            ),
+        )
+        .with_choices("device", devices),
+        ToolSpec::new(
+            tools::PING,
+            "Send ICMP echoes from one node to an address (or a node's name) and say how many were answered.",
+            ToolSpec::object_schema(
+                json!({
+                    "from": device_schema("The node the echoes leave from."),
+                    "to": {"type": "string", "description": "An IPv4 or IPv6 address, or a node's name."},
+                    "count": {"type": "integer", "minimum": 1, "maximum": MAX_PINGS, "description": "Echoes to send (default 3)."}
+                }),
+                &["from", "to"],
+            ),
+        )
+        .with_choices("from", devices),
+        ToolSpec::new(
+            tools::TRACEROUTE,
+            "Trace the path from one node to an address (or a node's name): the router that answers at each hop.",
+            ToolSpec::object_schema(
+                json!({
+                    "from": device_schema("The node the trace starts from."),
+                    "to": {"type": "string", "description": "An IPv4 or IPv6 address, or a node's name."},
+                    "max_hops": {"type": "integer", "minimum": 1, "maximum": MAX_HOPS, "description": "Default 16."}
+                }),
+                &["from", "to"],
+            ),
+        )
+        .with_choices("from", devices),
+        ToolSpec::new(
+            tools::SERVICE,
+            "A service of the lab (a DNS or HTTP server on a host): `status` shows whether it runs, \
+             its port and records; `start`, `stop`, `restart`, `set port N` and `set record NAME \
+             ADDRESS` change it.",
+            ToolSpec::object_schema(
+                json!({
+                    "device": device_schema("Optional: the host the service runs on (checked)."),
+                    "service": {"type": "string", "description": "The service's name."},
+                    "op": {"type": "string", "examples": ["status", "start", "stop", "set port 80", "set record www.lab.example 10.5.5.10"]}
+                }),
+                &["service", "op"],
+            ),
+        )
+        .with_choices("service", services)
+        .with_choices("device", devices),
+        ToolSpec::new(
+            tools::SUBMIT,
+            "Report your diagnosis: each fault as the device it is on and its type from the \
+             published list; an empty list says nothing is wrong. A later call replaces an \
+             earlier one; call it before `finish`.",
+            ToolSpec::object_schema(
+                json!({"faults": {"type": "array", "items": entry, "maxItems": MAX_DIAGNOSIS}}),
+                &["faults"],
+            ),
+        ),
+    ]
+}
+
+fn str_arg<'a>(call: &'a ToolCall, name: &str) -> &'a str {
+    call.arguments.get(name).and_then(Value::as_str).unwrap_or_default()
+}
+
+#[async_trait]
+impl Environment for IncidentEnv {
+    fn tools(&self) -> Vec<ToolSpec> {
+        tool_specs(&self.nodes(), &self.services())
+    }
+
+    async fn reset(&mut self, task: &Task) -> Result<String, EnvError> {
+        self.task_id = task.id.clone();
+        let setup = setup_of(task).map_err(|e| self.task_err(e))?;
+        let faults = faults_of(task).map_err(|e| self.task_err(e))?;
+        let lab = self
+            .labs
+            .get(&setup.lab)
+            .cloned()
+            .ok_or_else(|| self.task_err(format!("no lab `{}` in testdata/incident/labs", setup.lab)))?;
+        if lab_hash(&lab) != setup.lab_hash {
+            return Err(self.task_err(format!(
+                "lab `{}` changed since the task was drawn ({} then, {} now): regenerate the suite",
+                lab.name,
+                setup.lab_hash,
+                lab_hash(&lab)
+            )));
+        }
+        let started = Instant::now();
+        let pool = self.pools.as_ref().map(|p| &p[usize::from(lab.ipv6)]);
+        let live = LiveLab::start_with(&lab, pool, CONVERGENCE)
+            .await
+            .map_err(|e| EnvError::setup(ENV, "starting the lab").with_source(e))?;
+        self.live = Some(live);
+        self.phases.start = started.elapsed();
+        let injected = Instant::now();
+        for fault in &faults {
+            for action in &fault.inject {
+                self.live()?.apply(action).await.map_err(|e| {
+                    self.task_err(format!("injecting {} on {}: {e}", fault.fault_type, fault.device))
+                })?;
+            }
+        }
+        let symptom: BTreeSet<String> = setup.symptom.iter().cloned().collect();
+        let shows = |h: &Health| symptom.iter().all(|name| h.passed(name) == Some(false));
+        let health = if faults.is_empty() {
+            self.live()?.health().await
+        } else {
+            self.live()?.wait_health(shows, self.options.symptom).await
+        };
+        self.phases.inject = injected.elapsed();
+        if !faults.is_empty() && (symptom.is_empty() || !shows(&health)) {
+            let still: Vec<&String> = symptom.iter().filter(|n| health.passed(n) != Some(false)).collect();
+            return Err(EnvError::setup(
+                ENV,
+                format!(
+                    "task {}: the injected faults no longer show the task's symptom after {:?}: {} still pass",
+                    task.id,
+                    self.options.symptom,
+                    still.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+                ),
+            ));
+        }
+        if faults.is_empty() && !health.all_passed() {
+            return Err(EnvError::setup(
+                ENV,
+                format!("task {}: a healthy control's lab fails {}", task.id, health.describe_failing()),
+            ));
+        }
+        self.current = Some(health);
+        self.previous = None;
+        self.changed = false;
+        self.changed_ever = false;
+        self.diagnosis = None;
+        Ok(task.query.clone())
+    }
+
+    async fn execute(&mut self, call: &ToolCall) -> Result<Observation, EnvError> {
+        let nodes = self.nodes();
+        let node = |name: &str| -> Option<Observation> {
+            (!nodes.iter().any(|n| n == name)).then(|| {
+                Observation::error(call, format!("unknown device `{name}`; devices: {}", nodes.join(", ")))
+            })
+        };
+        match call.name.as_str() {
+            tools::SHOW => {
+                let device = str_arg(call, "device");
+                if let Some(err) = node(device) {
+                    return Ok(err);
+                }
+                self.show(call, device, str_arg(call, "command")).await
+            }
+            tools::CONFIGURE => {
+                let device = str_arg(call, "device");
+                if let Some(err) = node(device) {
+                    return Ok(err);
+                }
+                let commands: Vec<String> = call
+                    .arguments
+                    .get("commands")
+                    .and_then(Value::as_array)
+                    .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+                    .unwrap_or_default();
+                let dialect = call.arguments.get("dialect").and_then(Value::as_str).unwrap_or("frr");
+                let (obs, applied) = self.configure(call, device, dialect, &commands).await?;
+                if applied {
+                    self.observe_change().await?;
+                }
+                Ok(obs)
+            }
+            tools::PING | tools::TRACEROUTE => {
+                let from = str_arg(call, "from");
+                if let Some(err) = node(from) {
+                    return Ok(err);
+                }
+                let to = str_arg(call, "to").trim();
+                if call.name == tools::PING {
+                    let count =
+                        call.arguments.get("count").and_then(Value::as_u64).unwrap_or(3).clamp(1, MAX_PINGS);
+                    self.ping(call, from, to, count).await
+                } else {
+                    let hops = call
+                        .arguments
+                        .get("max_hops")
+                        .and_then(Value::as_u64)
+                        .unwrap_or(MAX_HOPS)
+                        .clamp(1, MAX_HOPS);
+                    self.traceroute(call, from, to, hops).await
+                }
+            }
+            tools::SERVICE => {
+                let (obs, changed) =
+                    self.service(call, str_arg(call, "service"), str_arg(call, "op")).await?;
+                if changed {
+                    self.observe_change().await?;
+                }
+                Ok(obs)
+            }
+            tools::SUBMIT => Ok(self.submit(call)),
+            other => Ok(Observation::error(call, format!("unknown tool `{other}`"))),
+        }
+    }
+
+    async fn check(&mut self) -> Result<StateCheck, EnvError> {
+        let Some(current) = &self.current else { return Ok(StateCheck::safe()) };
+        let changed = std::mem::take(&mut self.changed);
+        let (violations, unproductive) = match (&self.previous, changed) {
+            (Some(before), true) => {
+                let broken: Vec<String> = before
+                    .passing()
+                    .into_iter()
+                    .filter(|name| current.passed(name) == Some(false))
+                    .map(|name| format!("{name} passed before this step and fails after it"))
+                    .collect();
+                (broken, current.passing().len() <= before.passing().len())
+            }
+            _ => (Vec::new(), false),
+        };
+        let mut check = StateCheck::from_violations(violations);
+        check.summary = Some(json!({"failing": current.failing(), "passing": current.passing().len()}));
+        check.unproductive = unproductive;
+        self.previous = Some(current.clone());
+        Ok(check)
+    }
+
+    async fn evaluate(&mut self, task: &Task, _answer: Option<&Value>) -> Result<Outcome, EnvError> {
+        let faults = faults_of(task).map_err(|e| self.task_err(e))?;
+        // After a change, the network gets its time to converge before the verdict (as
+        // NetConfBench's testcases do); a lab nobody changed is judged at once.
+        let health = if self.changed_ever {
+            self.live()?.wait_health(Health::all_passed, self.options.converge).await
+        } else {
+            self.live()?.health().await
+        };
+        let truth: BTreeSet<Diagnosed> = truth(&faults).into_iter().collect();
+        let claimed: BTreeSet<Diagnosed> = self.diagnosis.clone().unwrap_or_default().into_iter().collect();
+        let diagnosis = agreement(&truth, &claimed);
+        let mut checks: Vec<GoalCheck> = health
+            .results
+            .iter()
+            .map(|r| GoalCheck::new(r.name.clone(), r.passed, r.detail.clone()))
+            .collect();
+        let shown = |s: &BTreeSet<Diagnosed>| {
+            if s.is_empty() {
+                "no fault".to_string()
+            } else {
+                s.iter().map(|d| format!("{} on {}", d.fault_type, d.device)).collect::<Vec<_>>().join(", ")
+            }
+        };
+        checks.push(GoalCheck::new(
+            DIAGNOSIS_CHECK,
+            diagnosis.exact,
+            format!("claimed: {}; truth: {}", shown(&claimed), shown(&truth)),
+        ));
+        Ok(Outcome {
+            checks,
+            export: json!({
+                "health": health.results,
+                "diagnosis": claimed,
+                "submitted": self.diagnosis.is_some(),
+                "phases_ms": {"start": self.phases.start.as_millis() as u64, "inject": self.phases.inject.as_millis() as u64},
+            }),
+        })
+    }
+
+    async fn close(&mut self) -> Result<(), EnvError> {
+        // Off the episode's critical path: the teardown runs on its own. Should the runtime
+        // end first, dropping the lab tears the network down all the same (Network's Drop).
+        if let Some(live) = self.live.take() {
+            tokio::spawn(live.stop());
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tools_read_as_the_agent_sees_them() {
+        insta::assert_json_snapshot!("tools_before_reset", tool_specs(&[], &[]));
+        let devices: Vec<String> = ["r1", "r2", "h1"].iter().map(|s| s.to_string()).collect();
+        let specs = tool_specs(&devices, &["web".to_string()]);
+        let submit =
+            specs.iter().find(|t| t.name == tools::SUBMIT).map(|t| t.parameters.clone()).unwrap_or_default();
+        assert_eq!(submit["properties"]["faults"]["items"]["properties"]["device"]["enum"], json!(devices));
+        let types = &submit["properties"]["faults"]["items"]["properties"]["type"]["enum"];
+        assert_eq!(types.as_array().map(Vec::len), Some(FaultType::ALL.len()));
+        let show =
+            specs.iter().find(|t| t.name == tools::SHOW).map(|t| t.parameters.clone()).unwrap_or_default();
+        assert_eq!(show["properties"]["device"]["enum"], json!(devices));
+    }
+
+    #[test]
+    fn a_diagnosis_is_checked_against_the_schema() {
+        let specs = tool_specs(&["r1".to_string()], &[]);
+        let submit =
+            specs.iter().find(|t| t.name == tools::SUBMIT).map(|t| t.parameters.clone()).unwrap_or_default();
+        let ok = json!({"faults": [{"device": "r1", "type": "interface_down"}]});
+        assert!(netdojo_core::schema::validate(&submit, &ok).is_ok());
+        for bad in [
+            json!({"faults": [{"device": "r9", "type": "interface_down"}]}),
+            json!({"faults": [{"device": "r1", "type": "made_up"}]}),
+            json!({"faults": [{"device": "r1"}]}),
+        ] {
+            assert!(netdojo_core::schema::validate(&submit, &bad).is_err(), "{bad} passed");
+        }
+    }
+}

@@ -1,0 +1,43 @@
+//! What can go wrong with a live lab. A lab file's own mistakes are [`LabError`]s; an
+//! operator action that the device refuses is [`IncidentError::Apply`] (for an agent's tool, a
+//! failed step); the rest is the environment's.
+
+use std::time::Duration;
+
+use crate::lab::LabError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum IncidentError {
+    #[error(transparent)]
+    Lab(#[from] LabError),
+    #[error("lab {lab}: building the network: {source}")]
+    Network {
+        lab: String,
+        #[source]
+        source: netdojo_linux::network::NetworkError,
+    },
+    #[error("lab {lab}: not healthy after {waited:?}; failing: {failing}")]
+    NotHealthy { lab: String, waited: Duration, failing: String },
+    #[error("lab {lab}: no node `{node}`")]
+    NoNode { lab: String, node: String },
+    #[error("lab {lab}: `{node}` is not a router (vtysh runs on `frr` nodes)")]
+    NotRouter { lab: String, node: String },
+    #[error("lab {lab}: {device}: {message}")]
+    Apply { lab: String, device: String, message: String },
+    #[error("lab {lab}: service `{service}`: {message}")]
+    Service { lab: String, service: String, message: String },
+    #[error("lab {lab}: {device}: {source}")]
+    Frr {
+        lab: String,
+        device: String,
+        #[source]
+        source: netdojo_linux::frr::FrrError,
+    },
+    #[error("lab {lab}: {device}: {source}")]
+    Exec {
+        lab: String,
+        device: String,
+        #[source]
+        source: netdojo_linux::exec::ExecError,
+    },
+}

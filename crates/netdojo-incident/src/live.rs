@@ -1,0 +1,379 @@
+//! A lab brought up: netdojo-linux's [`Network`] (namespaces, links, FRR with the routers'
+//! startup configurations), the lab's `linux` lines run, its services started, and every health
+//! check passing. Readiness is polled from the checks themselves (no fixed sleep): the lab is
+//! up the moment its last check passes.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use netdojo_linux::exec;
+use netdojo_linux::network::{BuildTimes, Network};
+use netdojo_linux::pool::{PoolHandle, RouterSpec};
+use netdojo_linux::topology::{IPV4_ONLY, NodeKind, Topology};
+use tokio::sync::Mutex;
+
+use crate::error::IncidentError;
+use crate::fault::Action;
+use crate::health::{self, AddressBook, Health, Patience};
+use crate::lab::Lab;
+use crate::services::Services;
+
+/// How long [`LiveLab::start`] waits for every check to pass.
+pub const CONVERGENCE: Duration = Duration::from_secs(20);
+
+/// What each phase of [`LiveLab::start`] took.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct StartTimes {
+    /// Namespaces, links, addresses, FRR started and configured (netdojo-linux's phases).
+    pub network: BuildTimes,
+    /// The lab's `linux` lines, and the configuration of the routers that have some (applied
+    /// after them).
+    pub linux: Duration,
+    /// Starting the services' processes.
+    pub services: Duration,
+    /// From then until every check passed.
+    pub converge: Duration,
+    pub total: Duration,
+}
+
+/// A running lab.
+#[derive(Debug)]
+pub struct LiveLab {
+    lab: Lab,
+    book: AddressBook,
+    services: Mutex<Services>,
+    times: StartTimes,
+    // Last: dropped after the services, which run in its namespaces.
+    network: Network,
+}
+
+/// The FRR daemons every router of every lab runs (besides zebra and staticd): one router
+/// description for all labs, so that one warm pool ([`router_spec`]) serves every router, and
+/// an operator (or an agent) can configure any protocol anywhere, as on a real router.
+pub const DAEMONS: [&str; 3] = ["ospfd", "bgpd", "ospf6d"];
+
+/// The sysctls every node of a lab gets (a node's own setting wins). ICMP errors are not
+/// rate-limited, so that traces and repeated health rounds see every hop; IPv6 is off unless
+/// the lab uses it, and then addresses skip duplicate address detection and routers forward
+/// IPv6.
+fn base_sysctls(ipv6: bool, router: bool) -> BTreeMap<String, String> {
+    let mut s = BTreeMap::new();
+    let mut add = |k: &str, v: &str| {
+        s.insert(k.to_string(), v.to_string());
+    };
+    add("net.ipv4.icmp_ratelimit", "0");
+    if ipv6 {
+        add("net.ipv6.icmp.ratelimit", "0");
+        add("net.ipv6.conf.all.accept_dad", "0");
+        add("net.ipv6.conf.default.accept_dad", "0");
+        if router {
+            add("net.ipv6.conf.all.forwarding", "1");
+        }
+    } else {
+        for (k, v) in IPV4_ONLY {
+            add(k, v);
+        }
+    }
+    s
+}
+
+/// What a warm pool's routers must be to serve the routers of labs with (`ipv6`) or without
+/// IPv6: [`DAEMONS`] and the base sysctls. A router with sysctls of its own (an `rp_filter`)
+/// starts fresh instead.
+pub fn router_spec(ipv6: bool) -> RouterSpec {
+    RouterSpec { daemons: DAEMONS.iter().map(|d| d.to_string()).collect(), sysctls: base_sysctls(ipv6, true) }
+}
+
+/// The topology netdojo-linux builds for `lab`: the lab's, every router running [`DAEMONS`]
+/// (and any other its node lists), every node with the base sysctls under its own.
+pub fn topology_of(lab: &Lab) -> Topology {
+    let mut topology = lab.topology();
+    for (_, node) in topology.topology.nodes.0.iter_mut() {
+        let router = node.kind == NodeKind::Frr;
+        for (k, v) in base_sysctls(lab.ipv6, router) {
+            node.sysctls.entry(k).or_insert(v);
+        }
+        if router {
+            let mut daemons: Vec<String> = DAEMONS.iter().map(|d| d.to_string()).collect();
+            for d in &node.daemons {
+                if !daemons.contains(d) {
+                    daemons.push(d.clone());
+                }
+            }
+            node.daemons = daemons;
+        }
+    }
+    topology
+}
+
+impl LiveLab {
+    /// Builds the lab and waits (up to [`CONVERGENCE`]) until every check passes.
+    pub async fn start(lab: &Lab) -> Result<LiveLab, IncidentError> {
+        Self::start_within(lab, CONVERGENCE).await
+    }
+
+    /// [`start`](Self::start) with its own bound on convergence. On failure the error names the
+    /// checks still failing, and everything started is stopped.
+    pub async fn start_within(lab: &Lab, convergence: Duration) -> Result<LiveLab, IncidentError> {
+        Self::start_with(lab, None, convergence).await
+    }
+
+    /// [`start_within`](Self::start_within), with the routers that match `pool`'s
+    /// [`router_spec`] taken from it (daemons already running): setup is then links,
+    /// configuration and convergence. They go back to the pool at [`stop`](Self::stop).
+    pub async fn start_with(
+        lab: &Lab,
+        pool: Option<&PoolHandle>,
+        convergence: Duration,
+    ) -> Result<LiveLab, IncidentError> {
+        let start = Instant::now();
+        let mut topology = topology_of(lab);
+        // A router with `linux` lines (a firewall's ruleset) gets them before its routing
+        // configuration, as a router loads its firewall before its routing daemons start: a
+        // BGP session opened before a stateful ruleset would be cut by it.
+        let mut deferred: Vec<(String, String)> = Vec::new();
+        for (name, node) in topology.topology.nodes.0.iter_mut() {
+            if node.kind == NodeKind::Frr
+                && lab.linux.contains_key(name.as_str())
+                && let Some(config) = node.config.take()
+            {
+                deferred.push((name.clone(), config));
+            }
+        }
+        let (network, built) = Network::build_with(topology, pool)
+            .await
+            .map_err(|source| IncidentError::Network { lab: lab.name.clone(), source })?;
+        let services =
+            Services::new(&lab.services, |n| network.ns_name(n).map(str::to_string), lab.ipv6).map_err(
+                |message| IncidentError::Service { lab: lab.name.clone(), service: "*".into(), message },
+            )?;
+        let mut live = LiveLab {
+            lab: lab.clone(),
+            book: AddressBook::of(lab),
+            services: Mutex::new(services),
+            times: StartTimes { network: built, ..StartTimes::default() },
+            network,
+        };
+        let t = Instant::now();
+        live.run_linux().await?;
+        live.configure(&deferred).await?;
+        live.times.linux = t.elapsed();
+        let t = Instant::now();
+        live.services.lock().await.start_all().await.map_err(|message| IncidentError::Service {
+            lab: lab.name.clone(),
+            service: "*".into(),
+            message,
+        })?;
+        live.times.services = t.elapsed();
+        let t = Instant::now();
+        let health = live.wait_health(Health::all_passed, convergence).await;
+        if !health.all_passed() {
+            return Err(IncidentError::NotHealthy {
+                lab: lab.name.clone(),
+                waited: t.elapsed(),
+                failing: health.describe_failing(),
+            });
+        }
+        live.times.converge = t.elapsed();
+        live.times.total = start.elapsed();
+        Ok(live)
+    }
+
+    /// Applies routers' startup configurations (those deferred until after the `linux` lines).
+    async fn configure(&self, configs: &[(String, String)]) -> Result<(), IncidentError> {
+        let applies = configs.iter().map(|(router, config)| async move {
+            self.apply(&Action::Vtysh { device: router.clone(), lines: vec![config.clone()] }).await
+        });
+        futures::future::try_join_all(applies).await?;
+        Ok(())
+    }
+
+    /// The lab's `linux` lines: nodes concurrently, each node's lines in order.
+    async fn run_linux(&self) -> Result<(), IncidentError> {
+        let per_node = self.lab.linux.iter().map(|(node, lines)| async move {
+            for line in lines {
+                self.run_linux_line(node, line).await?;
+            }
+            Ok::<_, IncidentError>(())
+        });
+        futures::future::try_join_all(per_node).await?;
+        Ok(())
+    }
+
+    async fn run_linux_line(&self, device: &str, line: &str) -> Result<String, IncidentError> {
+        let lab = &self.lab.name;
+        let ns = self.ns(device)?;
+        let command = exec::trusted(line).map_err(|e| IncidentError::Apply {
+            lab: lab.clone(),
+            device: device.into(),
+            message: format!("`{line}`: {e}"),
+        })?;
+        let out = exec::run(ns, &command, &exec::Policy::default())
+            .await
+            .map_err(|source| IncidentError::Exec { lab: lab.clone(), device: device.into(), source })?;
+        if out.status != Some(0) {
+            return Err(IncidentError::Apply {
+                lab: lab.clone(),
+                device: device.into(),
+                message: format!("`{line}` failed: {}", out.text.trim()),
+            });
+        }
+        Ok(out.text)
+    }
+
+    fn ns(&self, node: &str) -> Result<&str, IncidentError> {
+        self.network
+            .ns_name(node)
+            .ok_or_else(|| IncidentError::NoNode { lab: self.lab.name.clone(), node: node.into() })
+    }
+
+    /// Runs every check once, concurrently, with the patience of a verdict.
+    pub async fn health(&self) -> Health {
+        health::run_all(&self.network, &self.lab, &self.book, Patience::VERDICT).await
+    }
+
+    /// Polls the checks until `want` holds or `timeout` passes; returns the last health seen.
+    /// Each round's probes wait [`Patience::POLL`], so a round that fails costs little.
+    pub async fn wait_health(&self, want: impl Fn(&Health) -> bool, timeout: Duration) -> Health {
+        let start = Instant::now();
+        loop {
+            let health = health::run_all(&self.network, &self.lab, &self.book, Patience::POLL).await;
+            tracing::debug!(lab = %self.lab.name, elapsed = ?start.elapsed(), failing = %health.describe_failing(), "health round");
+            if want(&health) || start.elapsed() >= timeout {
+                return health;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Applies one operator change: vtysh configuration lines (one vtysh call), a `linux`
+    /// dialect line (contained in the node's namespace), or a service operation. Returns what
+    /// the device printed; a refusal is [`IncidentError::Apply`]. The action is trusted (a
+    /// fault's injection or repair): its lines are not held to the agent's rules
+    /// (netdojo-linux's `vty` and `exec::parse`), which an agent's tools apply first.
+    pub async fn apply(&self, action: &Action) -> Result<String, IncidentError> {
+        let lab = &self.lab.name;
+        match action {
+            Action::Vtysh { device, lines } => {
+                self.ns(device)?;
+                let frr = self
+                    .network
+                    .frr(device)
+                    .ok_or_else(|| IncidentError::NotRouter { lab: lab.clone(), node: device.clone() })?;
+                // `configure terminal` and `end` frame a terminal session; the file vtysh reads
+                // is in configuration mode already.
+                let framing =
+                    |l: &&String| matches!(l.trim(), "configure terminal" | "conf t" | "configure" | "end");
+                let text: Vec<&str> = lines.iter().filter(|l| !framing(l)).map(String::as_str).collect();
+                let out = frr.apply_file(&(text.join("\n") + "\n")).await.map_err(|source| {
+                    IncidentError::Frr { lab: lab.clone(), device: device.clone(), source }
+                })?;
+                if !out.success() {
+                    return Err(IncidentError::Apply {
+                        lab: lab.clone(),
+                        device: device.clone(),
+                        message: format!("vtysh refused: {}", out.text().trim()),
+                    });
+                }
+                Ok(out.text())
+            }
+            Action::Linux { device, line } => self.run_linux_line(device, line).await,
+            Action::Service { device, service, op } => {
+                let mut services = self.services.lock().await;
+                match services.node_of(service) {
+                    Some(node) if node == device => {}
+                    Some(node) => {
+                        return Err(IncidentError::Service {
+                            lab: lab.clone(),
+                            service: service.clone(),
+                            message: format!("runs on {node}, not on {device}"),
+                        });
+                    }
+                    None => {
+                        return Err(IncidentError::Service {
+                            lab: lab.clone(),
+                            service: service.clone(),
+                            message: "no such service in this lab".into(),
+                        });
+                    }
+                }
+                services.apply(service, op).await.map_err(|message| IncidentError::Service {
+                    lab: lab.clone(),
+                    service: service.clone(),
+                    message,
+                })
+            }
+        }
+    }
+
+    /// Each service as it is now: port, records, and whether it runs.
+    pub async fn services(&self) -> BTreeMap<String, (crate::lab::Service, bool)> {
+        let mut services = self.services.lock().await;
+        let names: Vec<String> = self.lab.services.iter().map(|s| s.name.clone()).collect();
+        let mut out = BTreeMap::new();
+        for name in names {
+            let running = services.running(&name);
+            if let Some(spec) = services.spec(&name) {
+                out.insert(name, (spec.clone(), running));
+            }
+        }
+        out
+    }
+
+    pub fn network(&self) -> &Network {
+        &self.network
+    }
+
+    pub fn lab(&self) -> &Lab {
+        &self.lab
+    }
+
+    /// Who owns which address (a trace's hops are named by it).
+    pub fn addresses(&self) -> &AddressBook {
+        &self.book
+    }
+
+    /// What [`start`](Self::start) spent in each phase.
+    pub fn times(&self) -> StartTimes {
+        self.times
+    }
+
+    /// Stops the services and FRR and deletes every namespace, on a blocking thread (spawn it
+    /// to keep it off an episode's critical path).
+    pub async fn stop(self) {
+        let LiveLab { services, network, .. } = self;
+        services.into_inner().stop_all();
+        let _ = tokio::task::spawn_blocking(move || drop(network)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_router_runs_the_pool_s_daemons_and_a_node_s_own_sysctls_win() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/incident/labs/hub-spoke.yml");
+        let lab = Lab::load(path).expect("hub-spoke");
+        let topology = topology_of(&lab);
+        let spec = router_spec(lab.ipv6);
+        for (name, node) in topology.nodes() {
+            assert_eq!(node.sysctls.get("net.ipv4.icmp_ratelimit").map(String::as_str), Some("0"), "{name}");
+            assert_eq!(
+                node.sysctls.get("net.ipv6.conf.all.disable_ipv6").map(String::as_str),
+                Some("1"),
+                "{name}: an IPv4 lab turns IPv6 off"
+            );
+            if node.kind == NodeKind::Frr {
+                assert_eq!(node.daemons, spec.daemons, "{name}");
+                // A warm pool serves exactly the routers without sysctls of their own.
+                assert_eq!(node.sysctls == spec.sysctls, name != "sp1", "{name}");
+            }
+        }
+        let sp1 = topology.node("sp1").expect("sp1");
+        assert_eq!(sp1.sysctls.get("net.ipv4.conf.default.rp_filter").map(String::as_str), Some("2"));
+        let v6 = router_spec(true);
+        assert_eq!(v6.sysctls.get("net.ipv6.conf.all.forwarding").map(String::as_str), Some("1"));
+        assert!(!v6.sysctls.contains_key("net.ipv6.conf.all.disable_ipv6"));
+    }
+}

@@ -1,0 +1,193 @@
+//! An incident task as it travels in a suite: `setup` names the lab (and the hash of the lab as
+//! it was when the task was drawn, so an edited lab cannot silently change a frozen task) and
+//! the health checks that failed once the faults were injected; the ground truth is a reactive
+//! task's `faults` (each one's `params` is the whole [`Fault`]) and `repair`, the oracle's
+//! calls (the diagnosis, then each fault's repair through the agent's own tools).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use netdojo_core::{Task, TaskKind, ToolCall};
+
+use crate::catalogue::FaultType;
+use crate::fault::{Action, Fault};
+use crate::lab::{Lab, LabError};
+
+/// The application's name (`--env incident`, a task's `application`).
+pub const APPLICATION: &str = "incident";
+
+/// A task's label when it has no fault: a healthy control.
+pub const HEALTHY: &str = "healthy";
+
+/// What `setup` holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Setup {
+    /// The lab's name: testdata/incident/labs/NAME.yml.
+    pub lab: String,
+    /// [`lab_hash`] of the lab the task was drawn on.
+    pub lab_hash: String,
+    /// Names of the health checks that fail with every fault injected, as measured on the live
+    /// lab (`generate --env incident`); empty for a healthy control. The environment measures
+    /// it again at reset: a task that no longer shows it is not served.
+    #[serde(default)]
+    pub symptom: Vec<String>,
+}
+
+/// One entry of a diagnosis: a device and a published fault type.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Diagnosed {
+    pub device: String,
+    #[serde(rename = "type")]
+    pub fault_type: FaultType,
+}
+
+/// SHA-256 of the lab's JSON: the same for two files that differ only in layout or comments.
+pub fn lab_hash(lab: &Lab) -> String {
+    // A Lab is plain data: serialising it cannot fail.
+    let bytes = serde_json::to_vec(lab).unwrap_or_default();
+    let digest = Sha256::digest(&bytes);
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
+}
+
+/// The labs of a directory (every `*.yml`), by name. A file whose `name` is not its stem is
+/// refused: tasks name labs, and the name must find the file.
+pub fn load_labs(dir: &Path) -> Result<BTreeMap<String, Lab>, LabError> {
+    let unreadable =
+        |e: std::io::Error| LabError::Parse { path: dir.display().to_string(), message: e.to_string() };
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(unreadable)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "yml" || x == "yaml"))
+        .collect();
+    paths.sort();
+    let mut labs = BTreeMap::new();
+    for path in paths {
+        let lab = Lab::load(&path)?;
+        let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        if lab.name != stem {
+            return Err(LabError::Invalid {
+                path: path.display().to_string(),
+                field: "name".into(),
+                message: format!("`{}` must be the file's name, `{stem}`", lab.name),
+            });
+        }
+        labs.insert(lab.name.clone(), lab);
+    }
+    Ok(labs)
+}
+
+/// Where the published labs are: testdata/incident/labs in this repository.
+pub fn default_labs_dir() -> PathBuf {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/incident/labs"))
+}
+
+pub fn setup_of(task: &Task) -> Result<Setup, String> {
+    serde_json::from_value(task.setup.clone()).map_err(|e| format!("field `setup`: {e}"))
+}
+
+/// The task's faults (its ground truth), in injection order.
+pub fn faults_of(task: &Task) -> Result<Vec<Fault>, String> {
+    let TaskKind::Reactive { faults, .. } = &task.kind else {
+        return Err("an incident task is reactive (`kind: reactive`)".into());
+    };
+    faults
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            serde_json::from_value::<Fault>(f.params.clone())
+                .map_err(|e| format!("field `faults[{i}].params`: {e}"))
+        })
+        .collect()
+}
+
+/// The right diagnosis of a task: its faults as (device, type), without repeats.
+pub fn truth(faults: &[Fault]) -> Vec<Diagnosed> {
+    let mut out: Vec<Diagnosed> =
+        faults.iter().map(|f| Diagnosed { device: f.device.clone(), fault_type: f.fault_type }).collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The agent's tools by name; the oracle's plan and the environment share them.
+pub mod tools {
+    pub const SHOW: &str = "show";
+    pub const CONFIGURE: &str = "configure";
+    pub const PING: &str = "ping";
+    pub const TRACEROUTE: &str = "traceroute";
+    pub const SERVICE: &str = "service";
+    pub const SUBMIT: &str = "submit-diagnosis";
+}
+
+/// An operator action as a call of the agent's tools: what the oracle plays to repair.
+pub fn action_call(action: &Action) -> ToolCall {
+    match action {
+        Action::Vtysh { device, lines } => {
+            ToolCall::new(tools::CONFIGURE, json!({"device": device, "dialect": "frr", "commands": lines}))
+        }
+        Action::Linux { device, line } => {
+            ToolCall::new(tools::CONFIGURE, json!({"device": device, "dialect": "linux", "commands": [line]}))
+        }
+        Action::Service { device, service, op } => {
+            ToolCall::new(tools::SERVICE, json!({"device": device, "service": service, "op": op}))
+        }
+    }
+}
+
+/// The diagnosis call naming `diagnosis`.
+pub fn submit_call(diagnosis: &[Diagnosed]) -> ToolCall {
+    ToolCall::new(tools::SUBMIT, json!({ "faults": diagnosis }))
+}
+
+/// The oracle's calls for `faults`: the diagnosis, then each fault's repair, the last injected
+/// first (a repair then undoes a state its own injection made). A fault's consecutive actions
+/// on one device in one dialect go in one `configure` call, as an operator pastes them: a
+/// repair that deletes a wrong address and adds the right one is one step, not a step that
+/// leaves the interface without an address.
+pub fn oracle_calls(faults: &[Fault]) -> Vec<ToolCall> {
+    let mut calls = vec![submit_call(&truth(faults))];
+    for fault in faults.iter().rev() {
+        let mut merged: Vec<ToolCall> = Vec::new();
+        for call in fault.repair.iter().map(action_call) {
+            if let Some(last) = merged.last_mut()
+                && last.name == tools::CONFIGURE
+                && call.name == tools::CONFIGURE
+                && last.arguments["device"] == call.arguments["device"]
+                && last.arguments["dialect"] == call.arguments["dialect"]
+                && let (Some(into), Some(more)) =
+                    (last.arguments["commands"].as_array().cloned(), call.arguments["commands"].as_array())
+            {
+                let mut into = into;
+                into.extend(more.iter().cloned());
+                last.arguments["commands"] = Value::Array(into);
+                continue;
+            }
+            merged.push(call);
+        }
+        calls.extend(merged);
+    }
+    calls
+}
+
+/// A task's faults as core's reactive faults: the type's id, the way the first injection goes
+/// (`vtysh`, `linux`, `service`), the whole fault as `params`.
+pub fn core_fault(fault: &Fault) -> netdojo_core::Fault {
+    let method = match fault.inject.first() {
+        Some(Action::Vtysh { .. }) => "vtysh",
+        Some(Action::Linux { .. }) => "linux",
+        Some(Action::Service { .. }) => "service",
+        None => "none",
+    };
+    netdojo_core::Fault {
+        kind: fault.fault_type.id().to_string(),
+        method: method.to_string(),
+        params: serde_json::to_value(fault).unwrap_or(Value::Null),
+    }
+}
