@@ -2383,7 +2383,10 @@ mod tests {
             conflict_key("neighbor 10.0.0.2 timers 1 3"),
             conflict_key("neighbor 10.0.0.2 timers connect 1")
         );
-        assert_eq!(conflict_key("neighbor 10.0.0.2 timers 1 3"), conflict_key("neighbor 10.0.0.2 timers 3 9"));
+        assert_eq!(
+            conflict_key("neighbor 10.0.0.2 timers 1 3"),
+            conflict_key("neighbor 10.0.0.2 timers 3 9")
+        );
         assert!(conflict_key("ip address 10.0.0.1/24").is_none());
     }
 
