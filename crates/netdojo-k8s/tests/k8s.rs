@@ -2,6 +2,7 @@
 //! One test crate (link time dominates CI); modules by subject.
 
 mod cluster {
+    use futures::StreamExt;
     use netdojo_k8s::cluster::{Cluster, ProbeOptions};
     use netdojo_k8s::{engine, random};
     use rand::SeedableRng;
@@ -15,6 +16,8 @@ mod cluster {
     const DEFAULT_PROPERTY_SETS: usize = 500;
     /// Policy sets applied in place on one random workload before the next.
     const SETS_PER_CLUSTER: usize = 20;
+    /// Clusters probed at once.
+    const CLUSTERS_AT_ONCE: usize = 4;
 
     /// The probed matrix equals the truth table on random workloads and policy sets, on the
     /// real network (namespaces, nftables, sockets): NETDOJO_K8S_PROPERTY_SETS sets (default
@@ -33,38 +36,18 @@ mod cluster {
             Err(_) => DEFAULT_PROPERTY_SETS,
         };
         let started = std::time::Instant::now();
-        let mut compared = 0;
-        let mut denied = 0;
-        let mut done = 0;
-        for cluster_seed in 0..sets.div_ceil(SETS_PER_CLUSTER) as u64 {
-            let mut rng = random::R::seed_from_u64(1000 + cluster_seed);
-            let workload = random::workload(&mut rng);
-            let targets = engine::targets(&workload);
-            let mut cluster =
-                Cluster::start(workload.clone(), &[], ProbeOptions::default()).await.expect("cluster");
-            for set in 0..SETS_PER_CLUSTER.min(sets - done) {
-                let policies = random::policies(&mut rng, &workload);
-                cluster.apply(&policies).await.expect("apply");
-                let expected = engine::truth_table(&policies, &workload, &targets);
-                let actual = cluster.probe(&targets).await.expect("probe");
-                let mismatches = actual.mismatches(&expected);
-                assert!(
-                    mismatches.is_empty(),
-                    "cluster {cluster_seed} set {set}:\n{}\nexpected:\n{}\nactual:\n{}\npolicies:\n{}",
-                    actual.mismatch_report(&expected),
-                    expected.render(),
-                    actual.render(),
-                    policies.iter().map(netdojo_k8s::policy::to_yaml).collect::<Vec<_>>().join("---\n"),
-                );
-                compared += expected.allowed.iter().flatten().flatten().count();
-                denied += expected.allowed.iter().flatten().filter(|c| **c == Some(false)).count();
-                done += 1;
-            }
-            let prefix = cluster.pod_namespace(0).and_then(|n| n.split('-').next()).map(str::to_string);
-            cluster.teardown();
-            let left = netdojo_linux::netns::list_with_prefix(&prefix.expect("prefix"));
-            assert!(left.is_empty(), "left behind: {left:?}");
-        }
+        // The clusters run a few at a time: a probe mostly waits (a denied flow is a timeout),
+        // so one cluster after another left the cores idle for minutes in CI.
+        let clusters = sets.div_ceil(SETS_PER_CLUSTER);
+        let results: Vec<(usize, usize, usize)> = futures::stream::iter((0..clusters).map(|c| {
+            let n = SETS_PER_CLUSTER.min(sets - c * SETS_PER_CLUSTER);
+            one_cluster(c as u64, n)
+        }))
+        .buffer_unordered(CLUSTERS_AT_ONCE)
+        .collect()
+        .await;
+        let (compared, denied, done) =
+            results.iter().fold((0, 0, 0), |(c, d, n), (c1, d1, n1)| (c + c1, d + d1, n + n1));
         let took = started.elapsed();
         eprintln!(
             "{done} random policy sets on the real network ({compared} pairs, {denied} denied): {:.1} s, {:.1} ms per set",
@@ -73,6 +56,39 @@ mod cluster {
         );
         assert_eq!(done, sets);
         assert!(compared > 2 * sets && denied > sets / 2, "compared {compared}, denied {denied}");
+    }
+
+    /// `n` random policy sets on one random workload (seeded by `cluster_seed`), applied in
+    /// place and probed: the pairs compared, those denied, and the sets done.
+    async fn one_cluster(cluster_seed: u64, n: usize) -> (usize, usize, usize) {
+        let (mut compared, mut denied) = (0, 0);
+        let mut rng = random::R::seed_from_u64(1000 + cluster_seed);
+        let workload = random::workload(&mut rng);
+        let targets = engine::targets(&workload);
+        let mut cluster =
+            Cluster::start(workload.clone(), &[], ProbeOptions::default()).await.expect("cluster");
+        for set in 0..n {
+            let policies = random::policies(&mut rng, &workload);
+            cluster.apply(&policies).await.expect("apply");
+            let expected = engine::truth_table(&policies, &workload, &targets);
+            let actual = cluster.probe(&targets).await.expect("probe");
+            let mismatches = actual.mismatches(&expected);
+            assert!(
+                mismatches.is_empty(),
+                "cluster {cluster_seed} set {set}:\n{}\nexpected:\n{}\nactual:\n{}\npolicies:\n{}",
+                actual.mismatch_report(&expected),
+                expected.render(),
+                actual.render(),
+                policies.iter().map(netdojo_k8s::policy::to_yaml).collect::<Vec<_>>().join("---\n"),
+            );
+            compared += expected.allowed.iter().flatten().flatten().count();
+            denied += expected.allowed.iter().flatten().filter(|c| **c == Some(false)).count();
+        }
+        let prefix = cluster.pod_namespace(0).and_then(|n| n.split('-').next()).map(str::to_string);
+        cluster.teardown();
+        let left = netdojo_linux::netns::list_with_prefix(&prefix.expect("prefix"));
+        assert!(left.is_empty(), "left behind: {left:?}");
+        (compared, denied, n)
     }
 
     /// A flow the old rules admitted is denied as soon as new rules deny it, even when it

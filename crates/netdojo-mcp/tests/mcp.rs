@@ -2357,7 +2357,7 @@ mod gns3_devices {
         let oracle = scores(&oracle);
         assert_eq!(oracle["correct"], json!(true), "the oracle solves {TASK}: {oracle:?}");
 
-        let suite = suite();
+        let suite = netdojo_testkit::testdata("gns3");
         let mut stdio = Stdio::serve(&[
             "--env",
             "gns3",
