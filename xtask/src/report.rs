@@ -46,46 +46,6 @@ pub fn view(dirs: &[PathBuf], port: u16) -> Result<()> {
     serve::serve(&site, &listener).context("serving the report")
 }
 
-/// `generate --with-oracle-trajectories FILE`: the oracle's episodes on `source` in the run
-/// directory FILE.run (concurrency 4), then their chat export, solved ones only, in FILE.
-pub fn oracle_trajectories(
-    factory: std::sync::Arc<dyn netdojo::EnvironmentFactory>,
-    scorers: Vec<Box<dyn netdojo::Scorer>>,
-    source: &dyn netdojo::TaskSource,
-    file: &Path,
-) -> Result<()> {
-    use netdojo::core::runner::{Budget, Runner, Silent};
-    let runner = Runner {
-        env: factory,
-        agent: std::sync::Arc::new(netdojo::scripted::OracleFactory),
-        scorers: std::sync::Arc::new(scorers),
-        budget: Budget::default(),
-        concurrency: 4,
-    };
-    let mut dir = file.as_os_str().to_owned();
-    dir.push(".run");
-    let dir = PathBuf::from(dir);
-    let config =
-        serde_json::json!({"runner": runner.describe(), "source": "generate --with-oracle-trajectories"});
-    let mut store = netdojo::core::store::RunDir::create(&dir, &config)
-        .with_context(|| format!("--with-oracle-trajectories: the run directory {}", dir.display()))?;
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    let (_stop, stop) = tokio::sync::watch::channel(false);
-    let stats = runtime.block_on(runner.run(source, &mut store, &Silent, stop))?;
-    let run = Run::load(&dir).with_context(|| format!("reading the run in {}", dir.display()))?;
-    let text = export::chat(&run, true)?;
-    std::fs::write(file, &text).with_context(|| format!("writing {}", file.display()))?;
-    eprintln!(
-        "oracle trajectories: {} solved of {} episodes ({} errored) in {}; run directory {}",
-        text.lines().count(),
-        stats.completed + stats.errored,
-        stats.errored,
-        file.display(),
-        dir.display()
-    );
-    Ok(())
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
     /// An inspect_ai eval log (JSON): `inspect view --log-dir DIR` opens it.
