@@ -274,16 +274,7 @@ pub fn eval(args: EvalArgs) -> Result<ExitCode> {
         "oracle" if code.is_some() => apps::code_oracle(code)?,
         name => apps::agent(name, args.seed, args.random_steps)?,
     };
-    let source: Box<dyn TaskSource> = match &args.suite {
-        Some(path) => {
-            Box::new(StaticSuite::load(path).with_context(|| format!("--suite {}", path.display()))?)
-        }
-        None => Box::new(GeneratedSuite {
-            generator: app.generator.clone(),
-            seed: args.seed,
-            count: args.queries,
-        }),
-    };
+    let source = task_source(args.suite.as_deref(), args.seed, args.queries, &app)?;
     let filter = TaskFilter {
         domains: args.domains.clone(),
         levels: args.levels.clone(),
@@ -763,4 +754,20 @@ pub fn oracle_trajectories(
         dir.display()
     );
     Ok(())
+}
+
+/// The tasks `--suite PATH` names, or else the application's generator's `queries` tasks from
+/// `seed`: what eval and serve-env run.
+pub fn task_source(
+    suite: Option<&std::path::Path>,
+    seed: u64,
+    queries: u64,
+    app: &apps::App,
+) -> Result<Box<dyn TaskSource>> {
+    Ok(match suite {
+        Some(path) => {
+            Box::new(StaticSuite::load(path).with_context(|| format!("--suite {}", path.display()))?)
+        }
+        None => Box::new(GeneratedSuite { generator: app.generator.clone(), seed, count: queries }),
+    })
 }

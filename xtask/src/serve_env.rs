@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use netdojo::core::runner::Budget;
 use netdojo::core::{Filtered, TaskFilter};
-use netdojo::{GeneratedSuite, StaticSuite, Task, TaskSource};
+use netdojo::{Task, TaskSource};
 use netdojo_envserver::{EnvServer, Options, Shaping};
 use serde::Serialize;
 use serde_json::json;
@@ -140,16 +140,7 @@ pub fn serve_env(args: ServeEnvArgs) -> Result<()> {
 
 /// The served tasks: the suite's, or the generator's, after the filters.
 fn tasks(args: &ServeEnvArgs, app: &apps::App) -> Result<Vec<Task>> {
-    let source: Box<dyn TaskSource> = match &args.suite {
-        Some(path) => {
-            Box::new(StaticSuite::load(path).with_context(|| format!("--suite {}", path.display()))?)
-        }
-        None => Box::new(GeneratedSuite {
-            generator: app.generator.clone(),
-            seed: args.seed,
-            count: args.queries,
-        }),
-    };
+    let source = crate::eval::task_source(args.suite.as_deref(), args.seed, args.queries, app)?;
     let filter = TaskFilter {
         domains: args.domains.clone(),
         levels: args.levels.clone(),
