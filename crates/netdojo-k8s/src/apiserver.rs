@@ -639,6 +639,25 @@ async fn handle(State(shared): State<Shared>, req: Request) -> Response {
     if !authorized {
         return status(StatusCode::UNAUTHORIZED, "Unauthorized", "Unauthorized", None);
     }
+    // One user, no RBAC: impersonation (`kubectl --as`) is refused as the API server refuses
+    // it to a user without the `impersonate` verb.
+    if let Some((header, value)) = req.headers().iter().find(|(h, _)| h.as_str().starts_with("impersonate-"))
+    {
+        let (resource, name) = match header.as_str() {
+            "impersonate-group" => ("groups", value.to_str().unwrap_or("")),
+            "impersonate-uid" => ("uids", value.to_str().unwrap_or("")),
+            h if h.starts_with("impersonate-extra-") => ("userextras", value.to_str().unwrap_or("")),
+            _ => ("users", value.to_str().unwrap_or("")),
+        };
+        return status(
+            StatusCode::FORBIDDEN,
+            "Forbidden",
+            format!(
+                "{resource} \"{name}\" is forbidden: User \"agent\" cannot impersonate resource \"{resource}\" in API group \"\" at the cluster scope"
+            ),
+            Some(json!({"name": name, "kind": resource})),
+        );
+    }
     let method = req.method().clone();
     let path = req.uri().path().to_string();
     let segments: Vec<String> = path.split('/').filter(|s| !s.is_empty()).map(decode).collect();
@@ -1876,6 +1895,23 @@ impl AgentKubectl {
         };
         if words.first().is_some_and(|w| w == "kubectl") {
             words.remove(0);
+        }
+        // No program can receive a NUL in an argument, nor an argument over the kernel's 128 KiB
+        // (E2BIG): refused here, they are the agent's failed step, not errors of the jail
+        // (both found by the hostile corpus). The command line gets the manifest's limit.
+        if words.iter().any(|w| w.contains('\0')) || input.is_some_and(|i| i.contains('\0')) {
+            return Ok(KubectlRun {
+                ok: false,
+                text: "error: the command line or the manifest contains a NUL byte".into(),
+                changed: false,
+            });
+        }
+        if line.len() > kubectl::MAX_INPUT {
+            return Ok(KubectlRun {
+                ok: false,
+                text: format!("error: the command line is longer than {} bytes", kubectl::MAX_INPUT),
+                changed: false,
+            });
         }
         if words.first().is_some_and(|w| w == "edit") {
             return Ok(KubectlRun {

@@ -513,6 +513,10 @@ mod apiserver {
         assert_eq!(others.lines().count(), 11, "{others}");
         let err = fails("get pods -l 'app in (frontend'", "");
         assert!(err.contains("unable to parse requirement"), "{err}");
+        assert_eq!(
+            fails("get netpol --as=system:admin", ""),
+            "Error from server (Forbidden): users \"system:admin\" is forbidden: User \"agent\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope\n"
+        );
         assert!(ok("get namespaces", "").contains("default   Active"));
         assert!(ok("describe pod frontend", "").contains("Port:           8080/TCP"));
         assert_eq!(ok("get services", ""), "");
@@ -680,6 +684,132 @@ mod apiserver {
             .expect("escape");
         assert!(!escape.ok && escape.content.contains("unreachable"), "{}", escape.content);
         env.close().await.expect("close");
+    }
+
+    /// The containment suite's hostile corpus (`testdata/containment/corpus.txt`: its Linux,
+    /// FRR-exec and kubectl lines) as the agent's kubectl commands of an attacking episode, by
+    /// `Environment::execute`, while a victim episode of the same task runs beside it with the
+    /// real kubectl too: every line is a failed step (never an environment error), and nothing
+    /// escapes: the host and the victim's namespaces (its pods' and its API server's) are
+    /// checked every `BATCH` lines, the victim's policies, its API server's change count and its
+    /// probed matrix stay as they were, and no answer holds the victim's bearer token.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_hostile_corpus_through_the_real_kubectl() {
+        use netdojo_core::{Environment, TaskGenerator, ToolCall};
+        use netdojo_k8s::cluster::ProbeOptions;
+        use netdojo_k8s::{K8sFactory, K8sGenerator};
+        use netdojo_linux::containment::{self, Entry, Outcome, Run, Vars};
+
+        const BATCH: usize = 25;
+        let what = "containment: kubectl";
+        if !super::cluster::root_or_skip(what) {
+            return;
+        }
+        let Some(bin) = kubectl_or_skip(what) else { return };
+        let _one = containment::exclusive().await;
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(containment::CORPUS);
+        // kubectl answers every Linux and FRR line at its argument parser (`unknown command`):
+        // by default those send their namespace, file and exhaustion categories, beside every
+        // kubectl line; NETDOJO_CONTAINMENT_FULL=1 sends them all (581 lines in 138 s against
+        // 324 in 81 s, on 2 cores at a load average of about 40).
+        let full = std::env::var("NETDOJO_CONTAINMENT_FULL").is_ok_and(|v| v == "1");
+        let cases: Vec<containment::Case> = containment::load(&path)
+            .expect("corpus")
+            .into_iter()
+            .filter(|c| {
+                c.entries.contains(&Entry::Kubectl)
+                    || (c.entries.iter().any(|e| matches!(e, Entry::Linux | Entry::FrrExec))
+                        && (full || matches!(c.category.as_str(), "namespaces" | "files" | "exhaustion")))
+            })
+            .collect();
+        assert!(cases.iter().any(|c| c.entries.contains(&Entry::Kubectl)), "the corpus has kubectl lines");
+        let factory = K8sFactory::new(ProbeOptions::default())
+            .expect("factory")
+            .with_kubectl(Some(bin))
+            .expect("kubectl");
+        let task = K8sGenerator.generate(11, 0).expect("task");
+        let mut victim = factory.episode();
+        victim.reset(&task).await.expect("victim reset");
+        let mut attacker = factory.episode();
+        attacker.reset(&task).await.expect("attacker reset");
+        let matrix = |o: netdojo_core::Outcome| o.export["matrix"].to_string();
+        let victim_matrix = matrix(victim.evaluate(&task, None).await.expect("victim evaluates"));
+        let victim_api = victim.api_server().expect("the victim's API server");
+        let (victim_token, victim_addr) = (victim_api.token().to_string(), victim_api.addr().to_string());
+        let victim_policies = || {
+            let api = victim.api_server().expect("server");
+            (api.store().policies(), api.changes())
+        };
+        let policies_before = victim_policies();
+        let victim_ns = victim.namespaces();
+        let victim_api_ns = victim_ns.last().expect("the API server's namespace").clone();
+        let self_ns = attacker.namespaces().last().expect("the attacker's API server's namespace").clone();
+        let mut resident = containment::resident(&victim_api_ns).expect("a process in the victim");
+        let vars = Vars {
+            victim_addr,
+            victim_prefix: victim_api_ns.rsplit_once('-').map(|(p, _)| p.to_string()).unwrap_or_default(),
+            victim_ns: victim_api_ns.clone(),
+            victim_pid: resident.id(),
+            victim_if: "lo".into(),
+            self_ns,
+            self_if: "lo".into(),
+        };
+        // The victim's pods were just made: their IPv6 link-local addresses leave `tentative`
+        // (duplicate address detection) within about two seconds, which would read as an escape.
+        for _ in 0..100 {
+            if !victim_ns.iter().any(|ns| netdojo_linux::hostcheck::namespace_state(ns).contains("tentative"))
+            {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        let mut watch = victim_ns.clone();
+        watch.extend(attacker.namespaces());
+        let mut run = Run::new(what, vars, watch, victim_ns.clone());
+        run.per_line(false);
+        let irreversible = containment::irreversible_allowed();
+        let mut succeeded = Vec::new();
+        for (i, case) in cases.iter().enumerate() {
+            if case.host_irreversible && !irreversible {
+                run.skip(case);
+                continue;
+            }
+            let sent = case.fill(run.vars()).concat();
+            let call = ToolCall::new("kubectl", serde_json::json!({"command": sent}));
+            let mut own = Vec::new();
+            let outcome = match attacker.execute(&call).await {
+                Err(e) => Outcome::Errored(e.to_string()),
+                Ok(obs) => {
+                    if obs.content.contains(&victim_token) {
+                        own.push("leak in the answer: the victim's bearer token".to_string());
+                    }
+                    if obs.ok {
+                        succeeded.push(format!("line {}: {}", case.line, case.short()));
+                    }
+                    Outcome::Ran { ok: obs.ok, text: obs.content }
+                }
+            };
+            if victim_policies() != policies_before {
+                own.push("the victim's API server changed".to_string());
+            }
+            run.judge(case, &sent, outcome, own);
+            if (i + 1) % BATCH == 0 {
+                run.check_after(case, &sent);
+            }
+        }
+        if let Some(last) = cases.last() {
+            run.check_after(last, "(end of the run)");
+            let now = matrix(victim.evaluate(&task, None).await.expect("victim evaluates"));
+            if now != victim_matrix {
+                run.attribute(last, "(end of the run)", vec![format!("the victim's matrix moved: {now}")]);
+            }
+        }
+        let _ = resident.kill();
+        let _ = resident.wait();
+        attacker.close().await.expect("close");
+        victim.close().await.expect("close");
+        run.finish();
+        assert!(succeeded.is_empty(), "hostile lines that succeeded: {succeeded:#?}");
     }
 
     /// The recorded answers of real API servers (`testdata/k8s/recorded/answers.json`, each
