@@ -199,6 +199,12 @@ impl K8sFactory {
         Ok(Self { at: Where::Kube(client, options), swept: netns::Swept::default(), kubectl: None })
     }
 
+    /// One episode's environment, typed (what [`EnvironmentFactory::create`] boxes): tests
+    /// reach its namespaces through it.
+    pub fn episode(&self) -> K8sEnv {
+        K8sEnv { at: self.at.clone(), kubectl: self.kubectl.clone(), state: None, task_id: String::new() }
+    }
+
     /// What the start-up sweep removed.
     pub fn swept(&self) -> &netns::Swept {
         &self.swept
@@ -230,12 +236,7 @@ impl EnvironmentFactory for K8sFactory {
     }
 
     async fn create(&self, _task: &Task) -> Result<Box<dyn Environment>, EnvError> {
-        Ok(Box::new(K8sEnv {
-            at: self.at.clone(),
-            kubectl: self.kubectl.clone(),
-            state: None,
-            task_id: String::new(),
-        }))
+        Ok(Box::new(self.episode()))
     }
 }
 
@@ -275,6 +276,28 @@ impl K8sEnv {
 
     fn state(&mut self) -> Result<&mut State, EnvError> {
         self.state.as_mut().ok_or_else(|| runtime("no cluster: reset first"))
+    }
+
+    /// The network namespaces of the running episode on this machine: each pod's and, with
+    /// the real kubectl, the API server's (the containment tests watch them).
+    pub fn namespaces(&self) -> Vec<String> {
+        let Some(s) = &self.state else { return Vec::new() };
+        let mut out = Vec::new();
+        match &s.cluster {
+            Backend::Embedded(c) => out
+                .extend((0..c.workload().pods.len()).filter_map(|i| c.pod_namespace(i)).map(str::to_string)),
+            #[cfg(feature = "kube")]
+            Backend::Kube(_) => {}
+        }
+        if let Some(api) = &s.api {
+            out.push(api.namespace().to_string());
+        }
+        out
+    }
+
+    /// The episode's API server, when the agent runs the real kubectl.
+    pub fn api_server(&self) -> Option<&crate::apiserver::ApiServer> {
+        Some(self.state.as_ref()?.api.as_ref()?.server())
     }
 }
 

@@ -96,6 +96,17 @@ pub fn selector_matches(selector: &LabelSelector, labels: &BTreeMap<String, Stri
                 "NotIn" => have.is_none_or(|v| !values.contains(v)),
                 "Exists" => have.is_some(),
                 "DoesNotExist" => have.is_none(),
+                // Only in a list request's selector (`kubectl -l 'x>1'`): validation refuses
+                // them in policies, as Kubernetes does.
+                "Gt" | "Lt" => {
+                    let (Some(have), Some(bound)) = (
+                        have.and_then(|v| v.parse::<i64>().ok()),
+                        values.first().and_then(|v| v.parse::<i64>().ok()),
+                    ) else {
+                        return false;
+                    };
+                    if req.operator == "Gt" { have > bound } else { have < bound }
+                }
                 // Refused by validation; an unknown operator selects nothing.
                 _ => false,
             }

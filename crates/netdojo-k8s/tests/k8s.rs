@@ -506,6 +506,17 @@ mod apiserver {
         assert!(pods.contains("10.244.0.7") && pods.lines().count() == 13, "{pods}");
         let frontend = ok("get pods -l app=frontend --show-labels", "");
         assert_eq!(frontend.lines().count(), 2, "{frontend}");
+        // Set-based selectors, as apimachinery parses them.
+        let two = ok("get pods -l 'app in (frontend, cartservice)' -o name", "");
+        assert_eq!(two, "pod/cartservice\npod/frontend\n", "{two}");
+        let others = ok("get pods -l 'app notin (frontend),app' -o name", "");
+        assert_eq!(others.lines().count(), 11, "{others}");
+        let err = fails("get pods -l 'app in (frontend'", "");
+        assert!(err.contains("unable to parse requirement"), "{err}");
+        assert_eq!(
+            fails("get netpol --as=system:admin", ""),
+            "Error from server (Forbidden): users \"system:admin\" is forbidden: User \"agent\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope\n"
+        );
         assert!(ok("get namespaces", "").contains("default   Active"));
         assert!(ok("describe pod frontend", "").contains("Port:           8080/TCP"));
         assert_eq!(ok("get services", ""), "");
@@ -675,6 +686,224 @@ mod apiserver {
         env.close().await.expect("close");
     }
 
+    /// The containment suite's hostile corpus (`testdata/containment/corpus.txt`: its Linux,
+    /// FRR-exec and kubectl lines) as the agent's kubectl commands of an attacking episode, by
+    /// `Environment::execute`, while a victim episode of the same task runs beside it with the
+    /// real kubectl too: every line is a failed step (never an environment error), and nothing
+    /// escapes: the host and the victim's namespaces (its pods' and its API server's) are
+    /// checked every `BATCH` lines, the victim's policies, its API server's change count and its
+    /// probed matrix stay as they were, and no answer holds the victim's bearer token.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_hostile_corpus_through_the_real_kubectl() {
+        use netdojo_core::{Environment, TaskGenerator, ToolCall};
+        use netdojo_k8s::cluster::ProbeOptions;
+        use netdojo_k8s::{K8sFactory, K8sGenerator};
+        use netdojo_linux::containment::{self, Entry, Outcome, Run, Vars};
+
+        const BATCH: usize = 25;
+        let what = "containment: kubectl";
+        if !super::cluster::root_or_skip(what) {
+            return;
+        }
+        let Some(bin) = kubectl_or_skip(what) else { return };
+        let _one = containment::exclusive().await;
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(containment::CORPUS);
+        // kubectl answers every Linux and FRR line at its argument parser (`unknown command`):
+        // by default those send their namespace, file and exhaustion categories, beside every
+        // kubectl line; NETDOJO_CONTAINMENT_FULL=1 sends them all (581 lines in 138 s against
+        // 324 in 81 s, on 2 cores at a load average of about 40).
+        let full = std::env::var("NETDOJO_CONTAINMENT_FULL").is_ok_and(|v| v == "1");
+        let cases: Vec<containment::Case> = containment::load(&path)
+            .expect("corpus")
+            .into_iter()
+            .filter(|c| {
+                c.entries.contains(&Entry::Kubectl)
+                    || (c.entries.iter().any(|e| matches!(e, Entry::Linux | Entry::FrrExec))
+                        && (full || matches!(c.category.as_str(), "namespaces" | "files" | "exhaustion")))
+            })
+            .collect();
+        assert!(cases.iter().any(|c| c.entries.contains(&Entry::Kubectl)), "the corpus has kubectl lines");
+        let factory = K8sFactory::new(ProbeOptions::default())
+            .expect("factory")
+            .with_kubectl(Some(bin))
+            .expect("kubectl");
+        let task = K8sGenerator.generate(11, 0).expect("task");
+        let mut victim = factory.episode();
+        victim.reset(&task).await.expect("victim reset");
+        let mut attacker = factory.episode();
+        attacker.reset(&task).await.expect("attacker reset");
+        let matrix = |o: netdojo_core::Outcome| o.export["matrix"].to_string();
+        let victim_matrix = matrix(victim.evaluate(&task, None).await.expect("victim evaluates"));
+        let victim_api = victim.api_server().expect("the victim's API server");
+        let (victim_token, victim_addr) = (victim_api.token().to_string(), victim_api.addr().to_string());
+        let victim_policies = || {
+            let api = victim.api_server().expect("server");
+            (api.store().policies(), api.changes())
+        };
+        let policies_before = victim_policies();
+        let victim_ns = victim.namespaces();
+        let victim_api_ns = victim_ns.last().expect("the API server's namespace").clone();
+        let self_ns = attacker.namespaces().last().expect("the attacker's API server's namespace").clone();
+        let mut resident = containment::resident(&victim_api_ns).expect("a process in the victim");
+        let vars = Vars {
+            victim_addr,
+            victim_prefix: victim_api_ns.rsplit_once('-').map(|(p, _)| p.to_string()).unwrap_or_default(),
+            victim_ns: victim_api_ns.clone(),
+            victim_pid: resident.id(),
+            victim_if: "lo".into(),
+            self_ns,
+            self_if: "lo".into(),
+        };
+        // The victim's pods were just made: their IPv6 link-local addresses leave `tentative`
+        // (duplicate address detection) within about two seconds, which would read as an escape.
+        for _ in 0..100 {
+            if !victim_ns.iter().any(|ns| netdojo_linux::hostcheck::namespace_state(ns).contains("tentative"))
+            {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        let mut watch = victim_ns.clone();
+        watch.extend(attacker.namespaces());
+        let mut run = Run::new(what, vars, watch, victim_ns.clone());
+        run.per_line(false);
+        let irreversible = containment::irreversible_allowed();
+        let mut succeeded = Vec::new();
+        for (i, case) in cases.iter().enumerate() {
+            if case.host_irreversible && !irreversible {
+                run.skip(case);
+                continue;
+            }
+            let sent = case.fill(run.vars()).concat();
+            let call = ToolCall::new("kubectl", serde_json::json!({"command": sent}));
+            let mut own = Vec::new();
+            let outcome = match attacker.execute(&call).await {
+                Err(e) => Outcome::Errored(e.to_string()),
+                Ok(obs) => {
+                    if obs.content.contains(&victim_token) {
+                        own.push("leak in the answer: the victim's bearer token".to_string());
+                    }
+                    if obs.ok {
+                        succeeded.push(format!("line {}: {}", case.line, case.short()));
+                    }
+                    Outcome::Ran { ok: obs.ok, text: obs.content }
+                }
+            };
+            if victim_policies() != policies_before {
+                own.push("the victim's API server changed".to_string());
+            }
+            run.judge(case, &sent, outcome, own);
+            if (i + 1) % BATCH == 0 {
+                run.check_after(case, &sent);
+            }
+        }
+        if let Some(last) = cases.last() {
+            run.check_after(last, "(end of the run)");
+            let now = matrix(victim.evaluate(&task, None).await.expect("victim evaluates"));
+            if now != victim_matrix {
+                run.attribute(last, "(end of the run)", vec![format!("the victim's matrix moved: {now}")]);
+            }
+        }
+        let _ = resident.kill();
+        let _ = resident.wait();
+        attacker.close().await.expect("close");
+        victim.close().await.expect("close");
+        run.finish();
+        assert!(succeeded.is_empty(), "hostile lines that succeeded: {succeeded:#?}");
+    }
+
+    /// The recorded answers of real API servers (`testdata/k8s/recorded/answers.json`, each
+    /// with its source): the same request sent with kube-rs gets the same status code and body,
+    /// field by field (but the fields an answer says a server makes up), and kubectl prints
+    /// what it printed.
+    #[cfg(feature = "kube")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn kube_rs_and_kubectl_against_recorded_answers() {
+        use axum::http::{Method, Request};
+        use netdojo_k8s::kube_driver::{self, KubeOptions};
+        use serde_json::Value;
+
+        /// Every field of `want` (recursively), but the `ignore`d paths, equals `got`'s; the
+        /// differences, by path.
+        fn differences(want: &Value, got: &Value, path: &str, ignore: &[String], out: &mut Vec<String>) {
+            if ignore.iter().any(|i| i == path) {
+                return;
+            }
+            match (want, got) {
+                (Value::Object(w), Value::Object(g)) => {
+                    for (k, v) in w {
+                        let p = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
+                        match g.get(k) {
+                            Some(gv) => differences(v, gv, &p, ignore, out),
+                            None => out.push(format!("{p}: missing (recorded {v})")),
+                        }
+                    }
+                    for k in g.keys().filter(|k| !w.contains_key(*k)) {
+                        let p = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
+                        if !ignore.contains(&p) {
+                            out.push(format!("{p}: not in the recorded answer ({})", g[k]));
+                        }
+                    }
+                }
+                _ if want != got => out.push(format!("{path}: {got}, recorded {want}")),
+                _ => {}
+            }
+        }
+
+        let file =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/k8s/recorded/answers.json");
+        let recorded: Value =
+            serde_json::from_str(&std::fs::read_to_string(&file).expect("answers.json")).expect("JSON");
+        let answers = recorded["answers"].as_array().expect("answers");
+        assert!(!answers.is_empty());
+        let server = server();
+        let dir = tempfile::tempdir().expect("tempdir");
+        let options = KubeOptions {
+            kubeconfig: Some(server.write_kubeconfig(dir.path()).expect("kubeconfig")),
+            ..Default::default()
+        };
+        let client = kube_driver::connect(&options).await.expect("connect");
+        let kubectl = kubectl_or_skip("kube_rs_and_kubectl_against_recorded_answers (its kubectl half)")
+            .map(|bin| Kubectl::new(bin, &server));
+        for a in answers {
+            let name = a["name"].as_str().expect("name");
+            assert!(a["source"].as_str().is_some_and(|s| !s.is_empty()), "{name}: no source");
+            let req = &a["request"];
+            let body = req.get("body").map(|b| serde_json::to_vec(b).expect("body")).unwrap_or_default();
+            let mut request = Request::builder()
+                .method(
+                    Method::from_bytes(req["method"].as_str().expect("method").as_bytes()).expect("method"),
+                )
+                .uri(req["path"].as_str().expect("path"));
+            if let Some(ct) = req.get("content_type").and_then(Value::as_str) {
+                request = request.header("Content-Type", ct);
+            }
+            let response = client
+                .send(request.body(kube::client::Body::from(body)).expect("request"))
+                .await
+                .expect("send");
+            let code = response.status().as_u16();
+            let bytes = response.into_body().collect_bytes().await.expect("body");
+            let got: Value = serde_json::from_slice(&bytes).expect("a JSON answer");
+            assert_eq!(u64::from(code), a["code"].as_u64().expect("code"), "{name}: {got}");
+            let ignore: Vec<String> = a["ignore"]
+                .as_array()
+                .map(|i| i.iter().filter_map(Value::as_str).map(str::to_string).collect())
+                .unwrap_or_default();
+            let mut diff = Vec::new();
+            differences(&a["body"], &got, "", &ignore, &mut diff);
+            assert!(diff.is_empty(), "{name}: {}", diff.join("\n"));
+            if let (Some(k), Some(args)) = (&kubectl, a.get("kubectl").and_then(Value::as_str)) {
+                let (_, out, err) = k.run(args, "");
+                assert_eq!(
+                    format!("{out}{err}"),
+                    a["kubectl_prints"].as_str().expect("kubectl_prints"),
+                    "{name}"
+                );
+            }
+        }
+    }
+
     /// kube-rs and the `kube` driver against the server: typed requests, the Status of each
     /// refusal compared with the recorded answers of a real API server (the same requests,
     /// `kube_driver::tests`), and the driver's policy half (`policies`, `sync`) over the
@@ -817,5 +1046,31 @@ mod apiserver {
             refused.starts_with("NetworkPolicy.networking.k8s.io \"adservice\" is invalid: "),
             "{refused}"
         );
+
+        // Collection delete with a set-based selector: a dry run deletes nothing, then the
+        // policies it selects go, and the answer lists them.
+        let mut labelled = api.get("cartservice").await.expect("get");
+        labelled.metadata.labels = Some([("tier".to_string(), "cart".to_string())].into());
+        api.replace("cartservice", &PostParams::default(), &labelled).await.expect("label");
+        let selector = ListParams::default().labels("tier in (cart, db)");
+        let dry = DeleteParams { dry_run: true, ..Default::default() };
+        let listed = api.delete_collection(&dry, &selector).await.expect("dry run");
+        assert_eq!(listed.left().map(|l| l.items.len()), Some(1));
+        assert_eq!(server.store().policies().len(), 12);
+        let deleted = api.delete_collection(&DeleteParams::default(), &selector).await.expect("delete -l");
+        let names: Vec<String> =
+            deleted.left().expect("a list").items.into_iter().filter_map(|p| p.metadata.name).collect();
+        assert_eq!(names, ["cartservice"]);
+        assert_eq!(server.store().policies().len(), 11);
+        let rest = api
+            .delete_collection(&DeleteParams::default(), &ListParams::default())
+            .await
+            .expect("delete all");
+        assert_eq!(rest.left().map(|l| l.items.len()), Some(11));
+        assert!(server.store().policies().is_empty());
+        let bad = api.list(&ListParams::default().labels("tier in (cart")).await.expect_err("unparsable");
+        let kube::Error::Api(s) = &bad else { panic!("{bad}") };
+        assert_eq!((s.code, s.reason.as_str()), (400, "BadRequest"), "{}", s.message);
+        assert!(s.message.starts_with("unable to parse requirement: "), "{}", s.message);
     }
 }

@@ -31,6 +31,8 @@ pub enum Entry {
     FrrConfig,
     /// An FRR exec command (`S`), `show ...` and whatever else an agent tries.
     FrrExec,
+    /// A kubectl command line (`K`): the k8s application's agent running the real kubectl.
+    Kubectl,
 }
 
 /// One line of the corpus.
@@ -76,6 +78,7 @@ pub fn load(path: &Path) -> Result<Vec<Case>, String> {
                 "L" => Entry::Linux,
                 "C" => Entry::FrrConfig,
                 "S" => Entry::FrrExec,
+                "K" => Entry::Kubectl,
                 other => return Err(format!("{}:{}: entry point `{other}`", path.display(), i + 1)),
             });
         }
