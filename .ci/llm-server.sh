@@ -44,7 +44,11 @@ start() {
   local port log
   port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
   log="$STATE/server-$port.log"
-  "$VENV/bin/python" -m llama_cpp.server --model "$(model)" --model_alias smollm2-135m \
+  # OMP_WAIT_POLICY=passive: llama.cpp's OpenMP threads sleep at a barrier instead of spinning.
+  # On a busy machine a spinning thread burns the time slice its partner needs: at a load average
+  # of 60-90 on 2 cores, 64 tokens took 75-93 s with spinning and 8.6-8.9 s without
+  # (docs/training.md).
+  OMP_WAIT_POLICY=passive "$VENV/bin/python" -m llama_cpp.server --model "$(model)" --model_alias smollm2-135m \
     --host 127.0.0.1 --port "$port" --n_ctx 8192 --n_threads "$(nproc)" \
     --chat_format chatml-function-calling >"$log" 2>&1 &
   local pid=$!

@@ -26,7 +26,6 @@ __all__ = ["NetdojoConfig", "NetdojoData", "NetdojoEnv", "NetdojoEnvConfig", "Ne
 class NetdojoData(vf.TaskData):
     base_url: str
     reset: dict[str, Any]
-    max_turns: int
 
 
 class NetdojoConfig(vf.TasksetConfig):
@@ -34,9 +33,6 @@ class NetdojoConfig(vf.TasksetConfig):
     """The `serve-env` server (its printed URL)."""
     resets: list[dict[str, Any]] = Field(default_factory=lambda: [{"index": i} for i in range(5)])
     """One task per reset: `{"task_id": ...}`, `{"index": N}` or `{"seed": N}`."""
-    max_turns: int = Field(10, ge=1)
-    """Model turns per episode; an episode still going after them is ended (and scored) by
-    closing its session."""
 
 
 class NetdojoTask(vf.Task[NetdojoData]):
@@ -77,20 +73,74 @@ def parse_action(reply: str) -> dict[str, Any]:
     return {"tool_name": text[:200] or "(empty)", "arguments": {}}
 
 
+INSTRUCTIONS = (
+    'Answer each turn with exactly one JSON object: {"tool_name": NAME, "arguments": {...}}. '
+    "Call `finish` when the task is done."
+)
+
+
+def schema_text(schema: dict[str, Any]) -> str:
+    """A JSON Schema as a short type expression: `integer 1..200`, `string|boolean`,
+    `[{tool: string, ...}, ...]`. A construct it does not shorten is given as JSON."""
+    if "enum" in schema:
+        return "|".join(json.dumps(value) for value in schema["enum"])
+    kind = schema.get("type")
+    if isinstance(kind, list) and all(isinstance(k, str) for k in kind):
+        text = "|".join(kind)
+    elif kind == "array" and isinstance(schema.get("items"), dict):
+        text = f"[{schema_text(schema['items'])}, ...]"
+    elif kind == "object" and isinstance(schema.get("properties"), dict):
+        text = "{" + arguments_text(schema) + "}"
+    elif isinstance(kind, str):
+        text = kind
+    else:
+        return json.dumps(schema, ensure_ascii=False)
+    low, high = schema.get("minimum", schema.get("minItems")), schema.get("maximum", schema.get("maxItems"))
+    if low is not None or high is not None:
+        text += f" {'' if low is None else low}..{'' if high is None else high}"
+    return text
+
+
+def arguments_text(schema: dict[str, Any]) -> str:
+    required = set(schema.get("required") or [])
+    parts = []
+    for name, prop in (schema.get("properties") or {}).items():
+        prop = prop if isinstance(prop, dict) else {}
+        part = f"{name}{'' if name in required else '?'}: {schema_text(prop)}"
+        description = prop.get("description")
+        parts.append(f"{part} ({description})" if description else part)
+    return ", ".join(parts)
+
+
+def tools_text(tools: list[dict[str, Any]]) -> str:
+    """The task's tools, one line each: `- name(argument: type (description), optional?: type):
+    description`. Not their JSON Schemas: the `chatml-function-calling` chat format of
+    llama-cpp-python 0.3.36 (CI's model server) HTML-escapes messages, each quote becomes `&#34;`,
+    and the JSON of dcgraph's 13 tools reads to SmolLM2 as 4,971 tokens; these lines as 1,349."""
+    lines = []
+    for tool in tools:
+        schema = tool.get("input_schema")
+        arguments = arguments_text(schema) if isinstance(schema, dict) else ""
+        lines.append(f"- {tool.get('name')}({arguments}): {tool.get('description', '')}")
+    return "\n".join(lines)
+
+
 def first_turn(info: dict[str, Any]) -> str:
-    tools = json.dumps(info.get("tools", []), ensure_ascii=False)
+    """The instructions and the tools before the brief: what every task of a server shares comes
+    first, so a server that caches its last prompt (llama.cpp) reads only the rest again."""
+    tools = tools_text(info.get("tools", []))
     return (
-        f"{info.get('brief', '')}\n\nTools (JSON Schema of each one's arguments): {tools}\n\n"
-        'Answer each turn with exactly one JSON object: {"tool_name": NAME, "arguments": {...}}. '
-        "Call `finish` when the task is done."
+        f"{INSTRUCTIONS}\n\nTools (`?`: optional argument):\n{tools}\n\n{info.get('brief', '')}"
     )
 
 
 def next_turn(step: dict[str, Any]) -> str:
+    """The call's result as eval's text protocol gives it (netdojo-llm's `[TOOL ok|failed]`
+    header, then the text the environment answered)."""
     observation = step.get("observation", {})
     result = observation.get("result") or {}
-    prefix = "error: " if result.get("is_error") else ""
-    return f"{prefix}{result.get('data', '')}"
+    status = "failed" if result.get("is_error") else "ok"
+    return f"[{observation.get('tool_name', '')} {status}]\n{result.get('data', '')}"
 
 
 class NetdojoEnv(vf.Env[NetdojoEnvConfig]):
@@ -101,7 +151,7 @@ class NetdojoEnv(vf.Env[NetdojoEnvConfig]):
         async with connect(url, max_size=16 << 20) as ws:
             reset = await request(ws, {"type": "reset", "data": data.reset})
             info = reset.get("observation", {}).get("metadata", {})
-            done, turns = False, 1
+            done = False
             async with agents.player.interaction(task) as interaction:
                 segment = await interaction.turn(first_turn(info))
                 while not segment.terminated and not done:
@@ -112,9 +162,11 @@ class NetdojoEnv(vf.Env[NetdojoEnvConfig]):
                     step = await request(ws, {"type": "step", "data": {"type": "call_tool", **parse_action(reply)}})
                     total += step.get("reward") or 0.0
                     done = bool(step.get("done"))
-                    if done or turns >= data.max_turns:
+                    if done:
                         break
-                    turns += 1
+                    # Past verifiers' own cap (`--env.player.max-turns`) the segment comes back
+                    # terminated: the session's close below ends the episode, and the server
+                    # scores it as the model left it.
                     segment = await interaction.turn(next_turn(step))
             await ws.send(json.dumps({"type": "close"}))
         interaction.trace.record_reward("netdojo_reward", total)
@@ -129,7 +181,6 @@ class NetdojoTaskset(vf.Taskset[NetdojoTask, NetdojoConfig]):
                     prompt=None,
                     base_url=self.config.base_url,
                     reset=reset,
-                    max_turns=self.config.max_turns,
                 ),
                 self.config.task,
             )
