@@ -210,6 +210,9 @@ pub struct NetconfEnv {
     pool: Option<netdojo_linux::pool::PoolHandle>,
     /// How long this episode's phases took so far.
     phases: Phases,
+    /// Waits the whole convergence time before a failing verdict (see
+    /// [`set_early_verdict`](Self::set_early_verdict)).
+    full_wait: bool,
 }
 
 /// How long an episode's phases took (the bench prints them; zero until the phase ran).
@@ -221,6 +224,8 @@ pub struct Phases {
     pub links: Duration,
     /// FRR daemons started and the startup configuration applied (pooled: configuration only).
     pub routers: Duration,
+    /// What one router took of `routers`, on average (they start all at once).
+    pub per_router: Duration,
     /// The task's Linux-side setup and the initial export.
     pub setup: Duration,
     /// The final export (running configurations, nft, tc, sysctls).
@@ -246,6 +251,13 @@ impl NetconfEnv {
     /// How long this episode's phases took so far.
     pub fn phases(&self) -> Phases {
         self.phases
+    }
+
+    /// With `false`, a failing verdict waits the whole convergence time even when the network
+    /// is quiescent, as it did before the early verdict (crate::quiet): the test that holds the
+    /// two verdicts equal compares them on one network.
+    pub fn set_early_verdict(&mut self, on: bool) {
+        self.full_wait = !on;
     }
 
     fn runtime(&self, message: String) -> EnvError {
@@ -664,6 +676,7 @@ impl Environment for NetconfEnv {
             namespaces: times.namespaces,
             links: times.links + times.ready,
             routers: times.frr,
+            per_router: times.frr_per_router,
             ..Phases::default()
         };
         let setup_start = Instant::now();
@@ -864,6 +877,7 @@ impl Environment for NetconfEnv {
         let config = config_of(task)?;
         // export-final-cfg
         let export_start = Instant::now();
+        self.phases.early_verdict = false;
         let (finals, finals_linux) = self.export().await?;
         self.phases.export = export_start.elapsed();
         // run-testcases: every round runs them all, until one round passes them all or the
@@ -896,6 +910,10 @@ impl Environment for NetconfEnv {
             let all_pass = results.iter().all(|r| r.as_ref().is_some_and(|(p, _)| *p));
             if all_pass || start.elapsed() >= CONVERGENCE {
                 break;
+            }
+            if self.full_wait {
+                tokio::time::sleep(Duration::from_millis(250)).await;
+                continue;
             }
             let routers: Vec<(&str, &Frr)> = config
                 .topology
