@@ -300,9 +300,19 @@ fn netconf(args: &BenchArgs) -> Result<()> {
         phases: Vec<(Phases, f64)>,
         rate: [f64; 2],
         stats: Option<netdojo::linux::pool::PoolStats>,
+        /// The no-op agent's episodes (the task fails): wall time, and whether the verdict
+        /// came early (crate::quiet) or after the whole convergence time.
+        failing: Vec<(f64, Phases)>,
+        /// The load average when the mode started and when it ended.
+        load: [String; 2],
     }
+    let loadavg = || {
+        let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+        load.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+    };
     let mut modes = Vec::new();
     for pooled in [false, true] {
+        let load_start = loadavg();
         let factory =
             std::sync::Arc::new(if pooled { NetconfFactory::pooled() } else { NetconfFactory::new() }?);
         let runner = Runner {
@@ -403,10 +413,24 @@ fn netconf(args: &BenchArgs) -> Result<()> {
             })?;
             rate[i] = (per_lane * concurrency) as f64 / t.elapsed().as_secs_f64();
         }
+        // A failing episode: the no-op agent's (reset, no call, evaluate, close).
+        let mut failing = Vec::new();
+        for _ in 0..runs {
+            let mut env = factory.env();
+            let t = Instant::now();
+            let phases = runtime.block_on(async {
+                env.reset(&task).await?;
+                let outcome = env.evaluate(&task, None).await?;
+                env.close().await?;
+                anyhow::ensure!(!outcome.solved(), "{}: the no-op agent solved it", task.id);
+                Ok::<_, anyhow::Error>(env.phases())
+            })?;
+            failing.push((t.elapsed().as_secs_f64(), phases));
+        }
         let stats = factory.pool().map(|p| p.handle().stats());
         drop(runner);
         drop(factory);
-        modes.push(Mode { walls, phases, rate, stats });
+        modes.push(Mode { walls, phases, rate, stats, failing, load: [load_start, loadavg()] });
     }
 
     // The diff: a 50,000-line configuration against itself plus a few changes.
@@ -422,12 +446,11 @@ fn netconf(args: &BenchArgs) -> Result<()> {
     }
     let total_lines = (2 * lines + 3) as f64;
 
-    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!(
         "netconf: {} (4 FRR routers, OSPF); median of {runs} episodes each way after 2 warm-up \
          episodes (release build; load average {})",
         task.id,
-        load.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+        loadavg()
     );
     let ms = |d: Vec<f64>| format!("{:.0} ms", median(d) * 1000.0);
     println!("  {:<44} {:>14} {:>14} {:>10}", "", "fresh", "pooled", "target");
@@ -459,14 +482,15 @@ fn netconf(args: &BenchArgs) -> Result<()> {
     );
     println!("  phases (medians of the episodes driven phase by phase):");
     type Pick = fn(&(Phases, f64)) -> f64;
-    let picks: [(&str, Pick); 9] = [
+    let picks: [(&str, Pick); 10] = [
         ("namespaces (pooled: routers taken)", |p| p.0.namespaces.as_secs_f64()),
         ("links up", |p| p.0.links.as_secs_f64()),
-        ("FRR start + startup config (pooled: config)", |p| p.0.routers.as_secs_f64()),
+        ("daemons + startup config (pooled: config)", |p| p.0.routers.as_secs_f64()),
+        ("  the same, per router", |p| p.0.per_router.as_secs_f64()),
         ("task setup + initial export", |p| p.0.setup.as_secs_f64()),
-        ("configure (the oracle's update-cfg)", |p| p.1),
+        ("config apply (the oracle's update-cfg)", |p| p.1),
         ("final export", |p| p.0.export.as_secs_f64()),
-        ("testcases until converged", |p| p.0.testcases.as_secs_f64()),
+        ("convergence (testcases until all pass)", |p| p.0.testcases.as_secs_f64()),
         ("stop (pooled: hand-back; reset in background)", |p| p.0.stop.as_secs_f64()),
         ("sum of the phases", |p| {
             let q = p.0;
@@ -482,6 +506,18 @@ fn netconf(args: &BenchArgs) -> Result<()> {
             "",
         );
     }
+    let failing = |m: &Mode| {
+        let early = m.failing.iter().filter(|(_, p)| p.early_verdict).count();
+        (
+            format!("{:.2} s", median(m.failing.iter().map(|(w, _)| *w).collect())),
+            format!("{:.2} s", median(m.failing.iter().map(|(_, p)| p.testcases.as_secs_f64()).collect())),
+            format!("{early}/{}", m.failing.len()),
+        )
+    };
+    let (ff, fp) = (failing(fresh), failing(pooled));
+    row("failing episode (no-op agent)", ff.0, fp.0, "");
+    row("  its verdict after (10 s without early verdict)", ff.1, fp.1, "");
+    row("  early verdicts", ff.2, fp.2, "");
     row(
         "episode rate, concurrency 1",
         format!("{:.2}/s", fresh.rate[0]),
@@ -494,6 +530,8 @@ fn netconf(args: &BenchArgs) -> Result<()> {
         format!("{:.2}/s", pooled.rate[1]),
         "",
     );
+    row("load average at the start of each side", fresh.load[0].clone(), pooled.load[0].clone(), "");
+    row("load average at its end", fresh.load[1].clone(), pooled.load[1].clone(), "");
     if let Some(stats) = pooled.stats {
         println!(
             "  pool: {} routers started, {} reused after a checked reset, {} discarded",

@@ -107,6 +107,24 @@ pub fn check_show_command(line: &str) -> Result<&str, VtyRefusal> {
     Ok(line)
 }
 
+/// The one daemon that answers `command` when vtysh runs it, for the read-only `show` commands
+/// of a single daemon netdojo reads itself (routes, OSPF, BGP, RIP), spelled out in full: an
+/// abbreviation, a pipe (`| include`, which vtysh applies) or any other command is `None`,
+/// and goes to vtysh.
+pub fn daemon_of_show(command: &str) -> Option<&'static str> {
+    if command.contains(['|', '\0', '\n', '\r']) {
+        return None;
+    }
+    let words: Vec<&str> = command.split_ascii_whitespace().collect();
+    match words.as_slice() {
+        ["show", "ip" | "ipv6", "route", ..] => Some("zebra"),
+        ["show", "ip", "ospf", ..] => Some("ospfd"),
+        ["show", "ip", "bgp", ..] | ["show", "bgp", ..] => Some("bgpd"),
+        ["show", "ip", "rip"] | ["show", "ip", "rip", "status"] => Some("ripd"),
+        _ => None,
+    }
+}
+
 fn refused(line: &str, words: &[&str]) -> Result<(), VtyRefusal> {
     let abbreviates = |word: &str, keyword: &str| {
         !word.is_empty() && keyword.starts_with(word.to_ascii_lowercase().as_str())
@@ -298,6 +316,27 @@ mod tests {
             "list",
         ] {
             assert_eq!(check_config_line(line), Ok(()), "{line}");
+        }
+    }
+
+    #[test]
+    fn shows_of_one_daemon_are_routed_and_the_rest_go_to_vtysh() {
+        assert_eq!(daemon_of_show("show ip route 1.1.1.1/32"), Some("zebra"));
+        assert_eq!(daemon_of_show("show ipv6 route json"), Some("zebra"));
+        assert_eq!(daemon_of_show("show ip ospf neighbor"), Some("ospfd"));
+        assert_eq!(daemon_of_show("show ip bgp summary"), Some("bgpd"));
+        assert_eq!(daemon_of_show("show bgp ipv4 unicast"), Some("bgpd"));
+        assert_eq!(daemon_of_show("show ip rip status"), Some("ripd"));
+        for other in [
+            "show running-config",
+            "sh ip route",
+            "show ip ro",
+            "show ip route | include 1.1",
+            "show ip ripng",
+            "show interface",
+            "show ip rip  status extra",
+        ] {
+            assert_eq!(daemon_of_show(other), None, "{other}");
         }
     }
 

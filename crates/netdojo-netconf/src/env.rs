@@ -210,6 +210,9 @@ pub struct NetconfEnv {
     pool: Option<netdojo_linux::pool::PoolHandle>,
     /// How long this episode's phases took so far.
     phases: Phases,
+    /// Waits the whole convergence time before a failing verdict (see
+    /// [`set_early_verdict`](Self::set_early_verdict)).
+    full_wait: bool,
 }
 
 /// How long an episode's phases took (the bench prints them; zero until the phase ran).
@@ -221,6 +224,8 @@ pub struct Phases {
     pub links: Duration,
     /// FRR daemons started and the startup configuration applied (pooled: configuration only).
     pub routers: Duration,
+    /// What one router took of `routers`, on average (they start all at once).
+    pub per_router: Duration,
     /// The task's Linux-side setup and the initial export.
     pub setup: Duration,
     /// The final export (running configurations, nft, tc, sysctls).
@@ -229,6 +234,9 @@ pub struct Phases {
     pub testcases: Duration,
     /// Teardown (pooled: the hand-back; the reset runs in the background).
     pub stop: Duration,
+    /// Whether the testcases' verdict was given before the convergence time was up, the
+    /// network being quiescent (crate::quiet).
+    pub early_verdict: bool,
 }
 
 impl NetconfEnv {
@@ -243,6 +251,13 @@ impl NetconfEnv {
     /// How long this episode's phases took so far.
     pub fn phases(&self) -> Phases {
         self.phases
+    }
+
+    /// With `false`, a failing verdict waits the whole convergence time even when the network
+    /// is quiescent, as it did before the early verdict (crate::quiet): the test that holds the
+    /// two verdicts equal compares them on one network.
+    pub fn set_early_verdict(&mut self, on: bool) {
+        self.full_wait = !on;
     }
 
     fn runtime(&self, message: String) -> EnvError {
@@ -353,13 +368,22 @@ impl NetconfEnv {
     /// regular expression must match (§4.3), and its `expected_result`, which one route of the
     /// routing table must meet (§4.1); both when it has both. `Err` is a testcase that could not
     /// run, which fails it.
-    async fn run_testcase(&self, tc: &Testcase, nodes: &[String]) -> Result<(bool, String), String> {
+    /// The third value says whether the verdict is free of clocks until `ahead` from now
+    /// ([`crate::quiet::clock_invariant`]).
+    async fn run_testcase(
+        &self,
+        tc: &Testcase,
+        nodes: &[String],
+        ahead: Duration,
+    ) -> Result<(bool, String, bool), String> {
         let device = testcase::testcase_device(tc, nodes)?;
         let mut passed = true;
         let mut output = String::new();
+        let mut clock_free = true;
         if !tc.commands.is_empty() {
-            let (pass, out) = self.run_commands(tc, &device).await?;
+            let (pass, out, free) = self.run_commands(tc, &device, ahead).await?;
             passed &= pass;
+            clock_free &= free;
             output.push_str(&out);
         }
         if let Some(expected) = &tc.expected_result {
@@ -375,10 +399,10 @@ impl NetconfEnv {
                 .map_err(|e| format!("expected_result.{}: {}", e.key, e.message))?;
             let frr = self.router(&device).ok_or_else(|| format!("unknown device `{device}`"))?;
             let out = frr
-                .vtysh(&["-c", routes::show_command(&checks)], Duration::from_secs(10))
+                .show_text(&[routes::show_command(&checks)], Duration::from_secs(10))
                 .await
                 .map_err(|e| e.to_string())?;
-            let table: Value = serde_json::from_str(&out.text())
+            let table: Value = serde_json::from_str(&out)
                 .map_err(|e| format!("{device}'s routing table is not JSON: {e}"))?;
             let (pass, out) = routes::check(&table, &checks);
             passed &= pass;
@@ -386,11 +410,16 @@ impl NetconfEnv {
         } else if tc.commands.is_empty() {
             return Err("the testcase has neither commands nor expected_result".into());
         }
-        Ok((passed, output))
+        Ok((passed, output, clock_free))
     }
 
     /// A §4.3 testcase's commands on `device`; the output is what the expected regex is matched on.
-    async fn run_commands(&self, tc: &Testcase, device: &str) -> Result<(bool, String), String> {
+    async fn run_commands(
+        &self,
+        tc: &Testcase,
+        device: &str,
+        ahead: Duration,
+    ) -> Result<(bool, String, bool), String> {
         let expected = tc.expected_output.as_deref().ok_or("the testcase has no expected_output")?;
         let re = regex::Regex::new(expected)
             .map_err(|e| format!("expected_output is not a regular expression: {e}"))?;
@@ -406,13 +435,10 @@ impl NetconfEnv {
                 } else {
                     tc.commands.clone()
                 };
-                let mut args = Vec::new();
-                for c in &commands {
-                    args.push("-c");
-                    args.push(c.as_str());
-                }
-                let out = frr.vtysh(&args, Duration::from_secs(10)).await.map_err(|e| e.to_string())?;
-                output = self.shown(out.text());
+                let commands: Vec<&str> = commands.iter().map(String::as_str).collect();
+                let out =
+                    frr.show_text(&commands, Duration::from_secs(10)).await.map_err(|e| e.to_string())?;
+                output = self.shown(out);
             }
             "linux" => {
                 let ns = self
@@ -427,7 +453,8 @@ impl NetconfEnv {
             }
             other => return Err(format!("unknown dialect `{other}` (frr, linux)")),
         }
-        Ok((re.is_match(&output), output))
+        let free = crate::quiet::clock_invariant(&re, &output, ahead);
+        Ok((re.is_match(&output), output, free))
     }
 }
 
@@ -472,33 +499,27 @@ fn linux_read_only(line: &str) -> Result<exec::Command, String> {
 
 /// The Linux side of a router's configuration, for export: its nftables ruleset, qdiscs,
 /// classes and filters, and the sysctl keys of [`scored_sysctl`].
-async fn linux_state(ns: &str) -> String {
-    // The two sysctl subtrees `scored_sysctl` picks from, not `sysctl -a`'s whole /proc/sys:
-    // an export runs twice per router per episode.
-    const READS: [&str; 3] = ["nft list ruleset", "tc qdisc show", "sysctl net.ipv4 net.ipv6.conf"];
+pub async fn linux_state(ns: &str) -> String {
+    const READS: [&str; 2] = ["nft list ruleset", "tc qdisc show"];
     let policy = exec::Policy::default();
-    let outputs = futures::future::join_all(READS.map(|line| exec::run_line(ns, line, &policy))).await;
+    let in_ns = ns.to_string();
+    // The sysctls are read from /proc/sys in the router's namespace by this process rather than
+    // by a `sysctl` run in the jail (a process that reads every key of both subtrees; about a
+    // fifth of an export's time): the same lines, see `scored_sysctls_here`.
+    let sysctls = tokio::task::spawn_blocking(move || netns::in_netns(&in_ns, scored_sysctls_here));
+    let (outputs, sysctls) =
+        tokio::join!(futures::future::join_all(READS.map(|line| exec::run_line(ns, line, &policy))), sysctls);
     let mut out = String::new();
     let mut classful = Vec::new();
     for (line, output) in READS.into_iter().zip(outputs) {
         let Ok(Ok(o)) = output else { continue };
-        match line {
-            "sysctl net.ipv4 net.ipv6.conf" => {
-                out.push_str(&format!("# {line} (the keys a task may set)\n"));
-                for kv in
-                    o.text.lines().filter(|l| l.split_once(" = ").is_some_and(|(k, _)| scored_sysctl(k)))
-                {
-                    out.push_str(kv);
-                    out.push('\n');
-                }
-            }
-            _ => {
-                out.push_str(&format!("# {line}\n{}", o.text));
-                if line.starts_with("tc qdisc") {
-                    classful = classful_devices(&o.text);
-                }
-            }
+        out.push_str(&format!("# {line}\n{}", o.text));
+        if line.starts_with("tc qdisc") {
+            classful = classful_devices(&o.text);
         }
+    }
+    if let Ok(Ok(lines)) = sysctls {
+        out.push_str(&format!("# {SYSCTL_READ} (the keys a task may set)\n{lines}"));
     }
     // Classes and filters, for the devices that have a qdisc of their own: `tc class show` and
     // `tc filter show` lines name no device, so each gets its own (`class htb 1:10 dev eth0
@@ -524,13 +545,47 @@ async fn linux_state(ns: &str) -> String {
     out
 }
 
+/// How the exported sysctls were read before they were read in-process, and what their section
+/// of the export is still called: the two subtrees `scored_sysctl` picks from.
+pub const SYSCTL_READ: &str = "sysctl net.ipv4 net.ipv6.conf";
+
+/// The [`scored_sysctl`] keys of the calling thread's network namespace, one `key = value` line
+/// each, exactly as `sysctl net.ipv4 net.ipv6.conf` prints them: procps walks each directory
+/// in the order the kernel lists it (`readdir`, which `read_dir` also follows), names a key by
+/// its path with `/` as `.` (and a `.` in an interface name as `/`), and prints each line of a
+/// value after ` = `.
+fn scored_sysctls_here() -> String {
+    fn walk(dir: &std::path::Path, key: &str, out: &mut String) {
+        let Ok(entries) = std::fs::read_dir(dir) else { return };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().replace('.', "/");
+            let key = format!("{key}.{name}");
+            let path = entry.path();
+            // `stat`, as procps does: follows a link.
+            if std::fs::metadata(&path).is_ok_and(|m| m.is_dir()) {
+                walk(&path, &key, out);
+            } else if scored_sysctl(&key)
+                && let Ok(value) = std::fs::read_to_string(&path)
+            {
+                for line in value.trim_end_matches('\n').split('\n') {
+                    out.push_str(&format!("{key} = {line}\n"));
+                }
+            }
+        }
+    }
+    let mut out = String::new();
+    walk(std::path::Path::new("/proc/sys/net/ipv4"), "net.ipv4", &mut out);
+    walk(std::path::Path::new("/proc/sys/net/ipv6/conf"), "net.ipv6.conf", &mut out);
+    out
+}
+
 /// The sysctl keys the command score reads (a task's `sysctl -w` is scored like any other
 /// command): per interface, and for `all` and `default`, the keys that filter, redirect or
 /// answer for others (`rp_filter`, `accept_source_route`, `proxy_arp`...), and a few for the
 /// whole namespace (`net.ipv4.ip_forward`, ICMP echo, SYN cookies). Left out: the keys the
 /// kernel writes when another is written (`ip_forward` sets every interface's `forwarding` and
 /// `all.accept_redirects`), which would count as edits nobody typed.
-fn scored_sysctl(key: &str) -> bool {
+pub fn scored_sysctl(key: &str) -> bool {
     const GLOBAL: [&str; 7] = [
         "net.ipv4.ip_forward",
         "net.ipv4.icmp_echo_ignore_all",
@@ -621,6 +676,7 @@ impl Environment for NetconfEnv {
             namespaces: times.namespaces,
             links: times.links + times.ready,
             routers: times.frr,
+            per_router: times.frr_per_router,
             ..Phases::default()
         };
         let setup_start = Instant::now();
@@ -821,6 +877,7 @@ impl Environment for NetconfEnv {
         let config = config_of(task)?;
         // export-final-cfg
         let export_start = Instant::now();
+        self.phases.early_verdict = false;
         let (finals, finals_linux) = self.export().await?;
         self.phases.export = export_start.elapsed();
         // run-testcases: every round runs them all, until one round passes them all or the
@@ -828,20 +885,46 @@ impl Environment for NetconfEnv {
         // an absence (a route filtered out) passes trivially before routing converges, so a
         // pass counts only together with the others, in the same round. A testcase that cannot
         // run fails like one that does not pass: the others still get their time to converge.
+        // A round that does not pass them all before the time is up also looks at the network:
+        // once it is provably quiescent (crate::quiet, docs/netconf.md), the last round could
+        // only repeat this one, and the verdict is given now.
         let start = Instant::now();
+        let deadline = start + CONVERGENCE;
+        let mut watch = crate::quiet::Watch::default();
         let mut results: Vec<Option<(bool, String)>>;
         let mut errors: Vec<Option<String>>;
         loop {
             results = vec![None; config.testcases.len()];
             errors = vec![None; config.testcases.len()];
+            let mut clock_free = true;
+            let ahead = deadline.saturating_duration_since(Instant::now());
             for (i, tc) in config.testcases.iter().enumerate() {
-                match self.run_testcase(tc, &config.topology.nodes).await {
-                    Ok(r) => results[i] = Some(r),
+                match self.run_testcase(tc, &config.topology.nodes, ahead).await {
+                    Ok((pass, output, free)) => {
+                        results[i] = Some((pass, output));
+                        clock_free &= free;
+                    }
                     Err(e) => errors[i] = Some(e),
                 }
             }
             let all_pass = results.iter().all(|r| r.as_ref().is_some_and(|(p, _)| *p));
             if all_pass || start.elapsed() >= CONVERGENCE {
+                break;
+            }
+            if self.full_wait {
+                tokio::time::sleep(Duration::from_millis(250)).await;
+                continue;
+            }
+            let routers: Vec<(&str, &Frr)> = config
+                .topology
+                .nodes
+                .iter()
+                .filter_map(|n| self.router(n).map(|frr| (n.as_str(), frr)))
+                .collect();
+            let probe = crate::quiet::probe(&routers).await;
+            let round = crate::quiet::Round { key: crate::quiet::round_key(&results, &errors), clock_free };
+            if watch.quiet(round, probe, deadline) {
+                self.phases.early_verdict = true;
                 break;
             }
             tokio::time::sleep(Duration::from_millis(250)).await;

@@ -7,11 +7,14 @@
 //! - [`routes`]: the seed's §4.1 testcases (`expected_result`) against FRR's routing table.
 //! - [`ios`]: tasks written in Cisco IOS style, translated by netdojo-ios (interface names,
 //!   startup configurations, ground truth, the agent's commands, show commands and testcases).
+//! - [`quiet`]: the early verdict: a failing episode's testcases are not rerun until the
+//!   convergence time is up once the network is provably quiescent (docs/netconf.md).
 //! - [`generate`]: a seeded generator of static-routing and OSPF tasks in the seed's schema.
 
 pub mod env;
 pub mod generate;
 pub mod ios;
+pub mod quiet;
 pub mod routes;
 
 pub use env::{NetconfEnv, NetconfFactory, Phases};

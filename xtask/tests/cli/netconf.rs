@@ -10,8 +10,9 @@ use crate::common::{frr_or_skip, lines};
 fn records(agent: &str, dir: &Path) -> Vec<serde_json::Value> {
     let suite = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/netconf");
     // The no-op agent's episodes spend their time waiting: a failing task's testcases are
-    // retried until the convergence time (10 s) is up, a few vtysh calls every 250 ms. More of
-    // them at once cost little CPU and cut this test's time; the oracle keeps the default, so its
+    // retried every 250 ms until the network is provably quiescent (netdojo-netconf's `quiet`)
+    // or the convergence time (10 s) is up, reading the daemons' vty sockets. More of them at
+    // once cost little CPU and cut this test's time; the oracle keeps the default, so its
     // timing testcases (QoS) run on a machine no busier than an ordinary eval's.
     let concurrency = if agent == "noop" { "8" } else { "4" };
     let out = Command::new(env!("CARGO_BIN_EXE_xtask"))

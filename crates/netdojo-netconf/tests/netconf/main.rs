@@ -4,5 +4,6 @@
 
 mod ani;
 mod containment;
+mod quiet;
 mod runner;
 mod testcases;
