@@ -12,7 +12,7 @@ use crate::apps::{self, EnvOptions};
 pub struct BenchArgs {
     /// What to measure: dcgraph (query generation), linux (network build, pingmesh, teardown),
     /// netconf (a 4-router OSPF episode on FRR, and the configuration diff), k8s, incident (a
-    /// 6-router lab's setup, and the oracle's episodes an hour on the default suite), gns3, exec
+    /// 6-router lab's setup phase by phase, and the oracle's episodes an hour on the default suite), gns3, exec
     /// (one agent command in the jail, spawn to exit, beside a bare `ip netns exec`), or config
     /// (parse and diff of 100,000-line configurations of the shapes that were quadratic), or
     /// serve-env (the oracle's steps per second through OpenEnv's protocol beside in-process:
@@ -596,8 +596,8 @@ fn gns3(args: &BenchArgs) -> Result<()> {
 /// other pods, real TCP connections), median of `runs`.
 /// The incident application: the setup of a 6-router lab (namespaces, FRR, convergence until
 /// every health check passes, then a task's fault injected and its symptom seen) against the
-/// issue's 1 s median, teardown apart; and the oracle's episodes an hour at concurrency 2 on
-/// the default suite against 3,600.
+/// issue's 1 s median, each phase's median beside it, teardown apart; and the oracle's episodes
+/// an hour at concurrency 2 on the default suite against 3,600.
 fn incident(args: &BenchArgs) -> Result<()> {
     use netdojo::core::runner::{Budget, Runner};
     use netdojo::score::stats::median;
