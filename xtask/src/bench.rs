@@ -627,8 +627,8 @@ fn incident(args: &BenchArgs) -> Result<()> {
     let runtime = tokio::runtime::Runtime::new().context("tokio runtime")?;
     // Per phase, one sample a run (seconds).
     let mut phases: Vec<(&str, Vec<f64>)> = [
-        "namespaces and links (netdojo-linux)",
-        "pool checkout and FRR daemons",
+        "namespaces, links, pool checkout",
+        "FRR (pooled routers renamed, others started)",
         "the lab's linux lines",
         "configuration applied (vtysh)",
         "services started",
@@ -711,10 +711,11 @@ fn incident(args: &BenchArgs) -> Result<()> {
     let lab = netdojo::incident::task::setup_of(&task).map(|s| s.lab).unwrap_or_default();
     println!(
         "incident: {} ({}) on lab {lab} ({} routers), median of {runs} setups after a warm-up \
-         (release build; load average {})",
+         ({} build; load average {})",
         task.id,
         task.label,
         routers(&task),
+        if cfg!(debug_assertions) { "debug" } else { "release" },
         load.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
     );
     let met = |ok: bool| if ok { "met" } else { "not met" };
