@@ -52,7 +52,7 @@ async fn main() -> anyhow::Result<()> {
             let total = t.elapsed();
             let p = lab_up.times();
             println!(
-                "{} run {i}: {} ms (namespaces {} links {} ready {} frr {} linux {} services {} converge {})",
+                "{} run {i}: {} ms (namespaces {} links {} ready {} frr {} linux {} config {} services {} converge {})",
                 lab.name,
                 total.as_millis(),
                 p.network.namespaces.as_millis(),
@@ -60,6 +60,7 @@ async fn main() -> anyhow::Result<()> {
                 p.network.ready.as_millis(),
                 p.network.frr.as_millis(),
                 p.linux.as_millis(),
+                p.config.as_millis(),
                 p.services.as_millis(),
                 p.converge.as_millis()
             );

@@ -151,8 +151,15 @@ impl EnvironmentFactory for IncidentFactory {
 pub struct Phases {
     /// The lab built, FRR and services started, every check passing.
     pub start: Duration,
-    /// The faults injected and their symptom seen.
+    /// Its parts ([`LiveLab::times`]).
+    pub lab: crate::live::StartTimes,
+    /// The faults injected and their symptom seen ([`apply`](Self::apply) and
+    /// [`symptom`](Self::symptom) included).
     pub inject: Duration,
+    /// The faults' actions applied.
+    pub apply: Duration,
+    /// From then until the symptom showed (a healthy control: one verdict round).
+    pub symptom: Duration,
 }
 
 /// One episode's lab.
@@ -195,6 +202,11 @@ impl IncidentEnv {
 
     pub fn phases(&self) -> Phases {
         self.phases
+    }
+
+    /// The episode's lab, taken out (the bench times its teardown, which `close` spawns).
+    pub fn take_live(&mut self) -> Option<LiveLab> {
+        self.live.take()
     }
 
     fn task_err(&self, message: String) -> EnvError {
@@ -662,6 +674,7 @@ impl Environment for IncidentEnv {
         let live = LiveLab::start_with(&lab, pool, CONVERGENCE)
             .await
             .map_err(|e| EnvError::setup(ENV, "starting the lab").with_source(e))?;
+        self.phases.lab = live.times();
         self.live = Some(live);
         self.phases.start = started.elapsed();
         let injected = Instant::now();
@@ -672,6 +685,8 @@ impl Environment for IncidentEnv {
                 })?;
             }
         }
+        self.phases.apply = injected.elapsed();
+        let seen = Instant::now();
         let symptom: BTreeSet<String> = setup.symptom.iter().cloned().collect();
         let shows = |h: &Health| symptom.iter().all(|name| h.passed(name) == Some(false));
         let health = if faults.is_empty() {
@@ -679,6 +694,7 @@ impl Environment for IncidentEnv {
         } else {
             self.live()?.wait_health(shows, self.options.symptom).await
         };
+        self.phases.symptom = seen.elapsed();
         self.phases.inject = injected.elapsed();
         if !faults.is_empty() && (symptom.is_empty() || !shows(&health)) {
             let still: Vec<&String> = symptom.iter().filter(|n| health.passed(n) != Some(false)).collect();

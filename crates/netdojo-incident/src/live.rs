@@ -26,13 +26,16 @@ pub const CONVERGENCE: Duration = Duration::from_secs(20);
 pub struct StartTimes {
     /// Namespaces, links, addresses, FRR started and configured (netdojo-linux's phases).
     pub network: BuildTimes,
-    /// The lab's `linux` lines, and the configuration of the routers that have some (applied
-    /// after them).
+    /// The lab's `linux` lines.
     pub linux: Duration,
+    /// The routers' startup configurations applied (vtysh, all routers at once).
+    pub config: Duration,
     /// Starting the services' processes.
     pub services: Duration,
-    /// From then until every check passed.
+    /// From then until every check passed (the last round, [`health`](Self::health), included).
     pub converge: Duration,
+    /// The last round of checks, the one that passed.
+    pub health: Duration,
     pub total: Duration,
 }
 
@@ -128,13 +131,14 @@ impl LiveLab {
     ) -> Result<LiveLab, IncidentError> {
         let start = Instant::now();
         let mut topology = topology_of(lab);
-        // A router with `linux` lines (a firewall's ruleset) gets them before its routing
-        // configuration, as a router loads its firewall before its routing daemons start: a
-        // BGP session opened before a stateful ruleset would be cut by it.
+        // Routers get their configuration after the lab's `linux` lines: a router with some (a
+        // firewall's ruleset) loads them before its routing configuration, as a router loads its
+        // firewall before its routing daemons start (a BGP session opened before a stateful
+        // ruleset would be cut by it). Every router's is deferred, so that the build's FRR phase
+        // is the daemons alone and configuration is a phase of its own.
         let mut deferred: Vec<(String, String)> = Vec::new();
         for (name, node) in topology.topology.nodes.0.iter_mut() {
             if node.kind == NodeKind::Frr
-                && lab.linux.contains_key(name.as_str())
                 && let Some(config) = node.config.take()
             {
                 deferred.push((name.clone(), config));
@@ -156,8 +160,10 @@ impl LiveLab {
         };
         let t = Instant::now();
         live.run_linux().await?;
-        live.configure(&deferred).await?;
         live.times.linux = t.elapsed();
+        let t = Instant::now();
+        live.configure(&deferred).await?;
+        live.times.config = t.elapsed();
         let t = Instant::now();
         live.services.lock().await.start_all().await.map_err(|message| IncidentError::Service {
             lab: lab.name.clone(),
@@ -166,7 +172,8 @@ impl LiveLab {
         })?;
         live.times.services = t.elapsed();
         let t = Instant::now();
-        let health = live.wait_health(Health::all_passed, convergence).await;
+        let (health, last) = live.wait_health_timed(Health::all_passed, convergence).await;
+        live.times.health = last;
         if !health.all_passed() {
             return Err(IncidentError::NotHealthy {
                 lab: lab.name.clone(),
@@ -235,12 +242,22 @@ impl LiveLab {
     /// Polls the checks until `want` holds or `timeout` passes; returns the last health seen.
     /// Each round's probes wait [`Patience::POLL`], so a round that fails costs little.
     pub async fn wait_health(&self, want: impl Fn(&Health) -> bool, timeout: Duration) -> Health {
+        self.wait_health_timed(want, timeout).await.0
+    }
+
+    /// [`wait_health`](Self::wait_health), with how long its last round took.
+    pub async fn wait_health_timed(
+        &self,
+        want: impl Fn(&Health) -> bool,
+        timeout: Duration,
+    ) -> (Health, Duration) {
         let start = Instant::now();
         loop {
+            let round = Instant::now();
             let health = health::run_all(&self.network, &self.lab, &self.book, Patience::POLL).await;
             tracing::debug!(lab = %self.lab.name, elapsed = ?start.elapsed(), failing = %health.describe_failing(), "health round");
             if want(&health) || start.elapsed() >= timeout {
-                return health;
+                return (health, round.elapsed());
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }

@@ -48,7 +48,7 @@ async fn up_and_down(lab: Lab) -> std::time::Duration {
     let took = t.elapsed();
     let times = live.times();
     eprintln!(
-        "lab {:<12} {:>2} routers: up and healthy in {:>4} ms (network {} ms: namespaces {} links {} ready {} frr {}; linux {} ms; services {} ms; converge {} ms)",
+        "lab {:<12} {:>2} routers: up and healthy in {:>4} ms (network {} ms: namespaces {} links {} ready {} frr {}; linux {} ms; config {} ms; services {} ms; converge {} ms)",
         lab.name,
         lab.routers().len(),
         took.as_millis(),
@@ -59,6 +59,7 @@ async fn up_and_down(lab: Lab) -> std::time::Duration {
         times.network.ready.as_millis(),
         times.network.frr.as_millis(),
         times.linux.as_millis(),
+        times.config.as_millis(),
         times.services.as_millis(),
         times.converge.as_millis(),
     );

@@ -5,6 +5,7 @@
 mod code;
 mod common;
 mod dcgraph;
+mod incident;
 mod k8s;
 mod llm;
 mod netconf;
