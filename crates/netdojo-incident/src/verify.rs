@@ -1,6 +1,7 @@
 //! Verified injection, for `generate --env incident`: each drawn fault is injected alone on the
-//! live lab, the checks it breaks are measured (twice, 2 s apart: only checks that fail both
-//! times count, so a check that fails while routing reconverges is not a symptom), and it is
+//! live lab, the checks it breaks are measured (4 s after the first check fails, past the labs'
+//! dead intervals and hold times, and 1 s later: only checks that fail both times count, so a
+//! check that fails while routing reconverges is not a symptom), and it is
 //! repaired and the lab seen healthy again. A fault that breaks nothing, or whose repair does
 //! not bring the lab back, is replaced by [`IncidentGenerator::next_pick`], deterministically.
 //! Then all of the task's faults are injected together, their joint symptom measured the same
@@ -45,7 +46,7 @@ impl Default for Patience {
     fn default() -> Self {
         Self {
             symptom: Duration::from_secs(8),
-            confirm: Duration::from_secs(2),
+            confirm: Duration::from_secs(4),
             repair: Duration::from_secs(15),
             settle: IncidentOptions::default().settle,
         }
@@ -64,7 +65,11 @@ fn gen_err(message: String) -> TaskError {
     TaskError::Generate { generator: APPLICATION.into(), message }
 }
 
-/// The checks that fail now and still fail `confirm` later.
+/// The checks that fail once the injection has had `confirm` to show everything it breaks and
+/// still fail [`QUIET`] later. `confirm` outlasts the labs' OSPF dead interval and BGP hold time
+/// (3 s): a symptom taken sooner misses the adjacencies and sessions that die last, and the
+/// environment, which waits at reset until the recorded symptom shows, would start an episode
+/// before them and blame their death on the agent's first step.
 async fn symptom(live: &LiveLab, patience: Patience) -> Vec<String> {
     let first = live.wait_health(|h: &Health| !h.all_passed(), patience.symptom).await;
     if first.all_passed() {
@@ -72,8 +77,10 @@ async fn symptom(live: &LiveLab, patience: Patience) -> Vec<String> {
     }
     tokio::time::sleep(patience.confirm).await;
     let second = live.health().await;
-    let again: BTreeSet<&str> = second.failing().into_iter().collect();
-    first.failing().into_iter().filter(|n| again.contains(n)).map(str::to_string).collect()
+    tokio::time::sleep(QUIET).await;
+    let third = live.health().await;
+    let again: BTreeSet<&str> = third.failing().into_iter().collect();
+    second.failing().into_iter().filter(|n| again.contains(n)).map(str::to_string).collect()
 }
 
 /// Applies a list of actions; `Err` names the first that failed.
@@ -126,10 +133,19 @@ async fn repair_in(
         let fault = &picks[i].fault;
         for step in repair_steps(fault) {
             apply_all(live, &step).await.map_err(|e| format!("repair failed: {e}"))?;
-            let after = settled_after(live, &current, patience.settle).await;
-            broke.extend(current.passing().into_iter().filter(|n| after.passed(n) == Some(false)).map(|n| {
-                format!("repairing {} on {} breaks {n}", fault.fault_type, fault.device)
-            }));
+            let settled = settled_after(live, &current, patience.settle).await;
+            // Judged a little stricter than the environment: once more [`QUIET`] later, so that a
+            // step whose effect is still spreading when the checks first settle (an adjacency
+            // dying a dead interval after the change) is not blamed on the next one.
+            tokio::time::sleep(QUIET).await;
+            let after = live.health().await;
+            broke.extend(
+                current
+                    .passing()
+                    .into_iter()
+                    .filter(|n| settled.passed(n) == Some(false) || after.passed(n) == Some(false))
+                    .map(|n| format!("repairing {} on {} breaks {n}", fault.fault_type, fault.device)),
+            );
             current = after;
         }
     }
