@@ -240,7 +240,7 @@ impl IncidentGenerator {
                 symptom,
                 repair_order: draw.repair_order.clone(),
             })
-                .unwrap_or(Value::Null),
+            .unwrap_or(Value::Null),
             kind: TaskKind::Reactive {
                 faults: faults.iter().map(core_fault).collect(),
                 repair: oracle_calls(&faults, &draw.repair_order),

@@ -262,7 +262,8 @@ mod tests {
                 Action::Service { device: "r1".into(), service: "web".into(), op: "start".into() },
             ],
         );
-        let b = fault("r2", vec![Action::Vtysh { device: "r2".into(), lines: vec!["interface eth1".into()] }]);
+        let b =
+            fault("r2", vec![Action::Vtysh { device: "r2".into(), lines: vec!["interface eth1".into()] }]);
         let faults = [a, b];
         assert_eq!(repair_steps(&faults[0]).iter().map(Vec::len).collect::<Vec<_>>(), vec![2, 1]);
         let devices = |calls: &[ToolCall]| -> Vec<String> {

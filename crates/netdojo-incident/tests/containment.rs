@@ -169,8 +169,16 @@ impl Via {
         }
     }
 
+    /// `show`: it must leave the attacker's own router as it was, line by line.
     fn read_only(self) -> bool {
-        !matches!(self, Via::ConfigureLinux | Via::ConfigureFrr)
+        matches!(self, Via::ShowFrr | Via::ShowLinux)
+    }
+
+    /// Tools whose hostile argument is a name or an address, never a command: the host is
+    /// checked after each batch of lines rather than after each (a check costs a snapshot of
+    /// the whole host), and a change found is attributed to the batch's last line.
+    fn batched(self) -> bool {
+        matches!(self, Via::Ping | Via::Traceroute | Via::Service)
     }
 
     fn call(self, commands: &[String]) -> ToolCall {
@@ -243,40 +251,50 @@ async fn corpus_through(via: Via, labs: &BTreeMap<String, Lab>) -> Vec<String> {
     let mut watch = all_ns(&victim);
     watch.extend(all_ns(&attacker));
     let mut run = Run::new(&format!("incident {via:?}"), vars.clone(), watch, all_ns(&victim));
+    run.per_line(!via.batched());
     let irreversible = containment::irreversible_allowed();
     let all = cases();
     let cases: Vec<&Case> = all.iter().filter(|c| c.entries.contains(&via.entry())).collect();
     let mut accepted = Vec::new();
     let mut last_score = victim_score;
+    let mut last_sent = String::new();
     for (n, case) in cases.iter().enumerate() {
         if case.host_irreversible && !irreversible {
             run.skip(case);
-            continue;
-        }
-        let commands = case.fill(run.vars());
-        let call = via.call(&commands);
-        let sent = commands.join("\n");
-        let before = if via.read_only() { Some(own_state(&attacker).await) } else { None };
-        let outcome = match attacker.execute(&call).await {
-            Err(e) => Outcome::Errored(e.to_string()),
-            Ok(obs) => {
-                if obs.ok {
-                    accepted.push(format!("{via:?} line {} {}: {}", case.line, case.short(), obs.content));
+        } else {
+            let commands = case.fill(run.vars());
+            let call = via.call(&commands);
+            last_sent = commands.join("\n");
+            let before = if via.read_only() { Some(own_state(&attacker).await) } else { None };
+            let outcome = match attacker.execute(&call).await {
+                Err(e) => Outcome::Errored(e.to_string()),
+                Ok(obs) => {
+                    if obs.ok {
+                        accepted.push(format!(
+                            "{via:?} line {} {}: {}",
+                            case.line,
+                            case.short(),
+                            obs.content
+                        ));
+                    }
+                    classify(&obs.content, obs.ok, obs.data.as_ref())
                 }
-                classify(&obs.content, obs.ok, obs.data.as_ref())
+            };
+            let mut own = Vec::new();
+            if let Some(before) = before
+                && own_state(&attacker).await != before
+            {
+                own.push(format!("a read-only {} changed the attacker's own router", call.name));
             }
-        };
-        let mut own = Vec::new();
-        if let Some(before) = before
-            && own_state(&attacker).await != before
-        {
-            own.push(format!("a read-only {} changed the attacker's own router", call.name));
+            run.judge(case, &last_sent, outcome, own);
         }
-        run.judge(case, &sent, outcome, own);
         if (n + 1) % BATCH == 0 || n + 1 == cases.len() {
+            if via.batched() {
+                run.check_after(case, &last_sent);
+            }
             let now = score(&mut victim, &task).await;
             if now != last_score {
-                run.attribute(case, &sent, vec![format!("victim score moved: {now}")]);
+                run.attribute(case, &last_sent, vec![format!("victim score moved: {now}")]);
                 last_score = now;
             }
         }

@@ -113,7 +113,8 @@ impl<'v> Ospf6<'v> {
         let (ra, rb) = (rid(a), rid(b));
         self.view.lab.checks.iter().any(|c| match c {
             Check::Ospf6 { device, neighbor } => {
-                (device == a && Some(neighbor) == rb.as_ref()) || (device == b && Some(neighbor) == ra.as_ref())
+                (device == a && Some(neighbor) == rb.as_ref())
+                    || (device == b && Some(neighbor) == ra.as_ref())
             }
             _ => false,
         })
@@ -182,7 +183,8 @@ fn adjacency(
 
 /// An area number no OSPFv3 interface of the lab uses.
 fn unused_area(o6: &Ospf6) -> String {
-    let used: Vec<String> = o6.ifaces.values().flat_map(|m| m.values().filter_map(|o| o.area.clone())).collect();
+    let used: Vec<String> =
+        o6.ifaces.values().flat_map(|m| m.values().filter_map(|o| o.area.clone())).collect();
     (1u32..).map(|n| n.to_string()).find(|n| !used.contains(n)).unwrap_or_else(|| "99".into())
 }
 
