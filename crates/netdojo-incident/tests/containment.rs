@@ -8,7 +8,8 @@
 //! host (root namespace, /proc/sys, /tmp, /etc/frr, /root, /run/netns, processes) and the
 //! victim's namespaces are unchanged, and a read-only tool left the attacker's own router as it
 //! was; after every batch and at the end, the victim's health checks and FRR configurations are.
-//! The judge and the counts are `netdojo_linux::containment`'s.
+//! The judge and the counts are `netdojo_linux::containment`'s. `NETDOJO_CONTAINMENT_ONLY=
+//! ShowLinux,Ping` narrows a run to some of the ways in.
 //!
 //! /tmp: the test runs in a mount namespace of its own with a fresh /tmp (see [`private_tmp`]),
 //! so every process of both episodes (the FRR daemons, the services, the jailed commands and
@@ -289,7 +290,7 @@ async fn corpus_through(via: Via, labs: &BTreeMap<String, Lab>) -> Vec<String> {
             run.judge(case, &last_sent, outcome, own);
         }
         if (n + 1) % BATCH == 0 || n + 1 == cases.len() {
-            if via.batched() {
+            if via.batched() || n + 1 == cases.len() {
                 run.check_after(case, &last_sent);
             }
             let now = score(&mut victim, &task).await;
@@ -299,11 +300,14 @@ async fn corpus_through(via: Via, labs: &BTreeMap<String, Lab>) -> Vec<String> {
             }
         }
     }
+    // The judge's last look (and its verdict) while both episodes still run: closed, the
+    // victim's namespaces are gone, which is no escape. Should it fail, dropping the episodes
+    // tears their labs down all the same.
+    run.finish();
     let _ = resident.kill();
     let _ = resident.wait();
     attacker.close().await.expect("close");
     victim.close().await.expect("close");
-    run.finish();
     accepted
 }
 
@@ -331,12 +335,17 @@ fn the_incident_tools_contain_the_hostile_corpus_with_two_episodes_at_once() {
         Via::Traceroute,
         Via::Service,
     ] {
-        if only.as_ref().is_some_and(|o| !format!("{via:?}").eq_ignore_ascii_case(o)) {
+        if only.as_ref().is_some_and(|o| !o.split(',').any(|x| format!("{via:?}").eq_ignore_ascii_case(x))) {
             continue;
         }
-        accepted.extend(runtime.block_on(corpus_through(via, &labs)));
+        let ran = runtime.block_on(corpus_through(via, &labs));
+        eprintln!("{via:?}: {} hostile line(s) answered ok: true (each judged contained above)", ran.len());
+        if via.batched() {
+            // A name or an operation is never a command: nothing of the corpus may pass as one.
+            accepted.extend(ran);
+        }
     }
     // Tear-down is spawned at close: give it its time before the runtime goes.
     runtime.block_on(tokio::time::sleep(Duration::from_secs(1)));
-    assert!(accepted.is_empty(), "hostile calls answered ok: true:\n{}", accepted.join("\n"));
+    assert!(accepted.is_empty(), "hostile arguments accepted:\n{}", accepted.join("\n"));
 }
