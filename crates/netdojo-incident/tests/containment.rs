@@ -346,6 +346,6 @@ fn the_incident_tools_contain_the_hostile_corpus_with_two_episodes_at_once() {
         }
     }
     // Tear-down is spawned at close: give it its time before the runtime goes.
-    runtime.block_on(tokio::time::sleep(Duration::from_secs(1)));
+    runtime.block_on(async { tokio::time::sleep(Duration::from_secs(1)).await });
     assert!(accepted.is_empty(), "hostile arguments accepted:\n{}", accepted.join("\n"));
 }
