@@ -11,11 +11,12 @@
 //! The judge and the counts are `netdojo_linux::containment`'s. `NETDOJO_CONTAINMENT_ONLY=
 //! ShowLinux,Ping` narrows a run to some of the ways in.
 //!
-//! /tmp: the test runs in a mount namespace of its own with a fresh /tmp (see [`private_tmp`]),
-//! so every process of both episodes (the FRR daemons, the services, the jailed commands and
-//! vtysh) sees that /tmp, and the snapshot judges every entry of it: what other work on the
-//! machine writes in the host's /tmp (pip, builds, other test runs) is not in it and cannot be
-//! mistaken for an escape, while nothing an episode writes in /tmp is left out.
+//! /tmp and /run/netns: the test runs in a mount namespace of its own with a fresh /tmp and
+//! /run/netns (see [`private_tmp`]), so every process of both episodes (the FRR daemons, the
+//! services, the jailed commands and vtysh) sees those, and the snapshot judges every entry of
+//! them: what other work on the machine writes in the host's /tmp (pip, builds) or adds to and
+//! deletes from its /run/netns (other test runs) is not in them and cannot be mistaken for an
+//! escape, while nothing an episode writes there is left out.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -41,7 +42,7 @@ const ROUTER_IF: &str = "eth1";
 const BATCH: usize = 50;
 
 /// Moves the calling thread into a mount namespace of its own, where mounts do not propagate
-/// to the host, with a fresh tmpfs on /tmp. Threads and processes started afterwards from this
+/// to the host, with a fresh tmpfs on /tmp and on /run/netns. Threads and processes started afterwards from this
 /// thread (the runtime's workers, FRR, the jails) inherit it.
 fn private_tmp() -> Result<(), String> {
     use nix::mount::{MsFlags, mount};
@@ -51,6 +52,18 @@ fn private_tmp() -> Result<(), String> {
         .map_err(|e| format!("making / private: {e}"))?;
     mount(Some("tmpfs"), "/tmp", Some("tmpfs"), MsFlags::MS_NOSUID | MsFlags::MS_NODEV, Some("mode=1777"))
         .map_err(|e| format!("tmpfs on /tmp: {e}"))?;
+    // The same for /run/netns: the episodes' namespaces are named there, and an escaped
+    // `ip netns add` or `del` would land there; other work's namespaces coming and going on the
+    // host (another test run) are not in it.
+    std::fs::create_dir_all("/run/netns").map_err(|e| format!("/run/netns: {e}"))?;
+    mount(
+        Some("tmpfs"),
+        "/run/netns",
+        Some("tmpfs"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+        Some("mode=0755"),
+    )
+    .map_err(|e| format!("tmpfs on /run/netns: {e}"))?;
     Ok(())
 }
 
