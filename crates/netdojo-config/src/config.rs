@@ -297,6 +297,8 @@ pub const SINGLE_VALUED: &[&str] = &[
     "ip ospf retransmit-interval ?",
     "ip ospf transmit-delay ?",
     "ipv6 ospf6 cost ?",
+    "ipv6 ospf6 hello-interval ?",
+    "ipv6 ospf6 dead-interval ?",
     "ip rip authentication mode ...",
     "ip rip authentication key-chain ?",
     "ip rip authentication string ?",

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 pub enum Category {
     Interface,
     Ospf,
+    Ospf6,
     Bgp,
     Static,
     Filtering,
@@ -80,6 +81,18 @@ catalogue! {
         "a network statement (or interface area) is missing", "a subnet is not announced, or no adjacency forms over a link";
     OspfCostSuboptimal = "ospf_cost_suboptimal", Ospf,
         "an OSPF cost change sends traffic over a worse path", "reachability holds but the path is not the expected one";
+    Ospf6AreaMismatch = "ospf6_area_mismatch", Ospf6,
+        "an interface is in a different OSPFv3 area from its neighbour", "no OSPFv3 adjacency over the link; IPv6 routes over it vanish";
+    Ospf6HelloMismatch = "ospf6_hello_mismatch", Ospf6,
+        "the OSPFv3 hello interval differs from the neighbour's", "no OSPFv3 adjacency over the link; IPv4 over the same link still works";
+    Ospf6DeadMismatch = "ospf6_dead_mismatch", Ospf6,
+        "the OSPFv3 dead interval differs from the neighbour's", "no OSPFv3 adjacency over the link; IPv4 over the same link still works";
+    Ospf6PassiveInterface = "ospf6_passive_interface", Ospf6,
+        "a transit interface is passive in OSPFv3", "no OSPFv3 adjacency over the link";
+    Ospf6MissingInterfaceArea = "ospf6_missing_interface_area", Ospf6,
+        "an interface lacks its OSPFv3 area statement (`ipv6 ospf6 area`)", "an IPv6 prefix is not announced, or no OSPFv3 adjacency forms over a link";
+    Ospf6CostSuboptimal = "ospf6_cost_suboptimal", Ospf6,
+        "an OSPFv3 cost change sends IPv6 traffic over a worse path", "IPv6 reachability holds but the path is not the expected one, while IPv4 keeps its path";
     BgpWrongRemoteAs = "bgp_wrong_remote_as", Bgp,
         "a BGP neighbour is configured with the wrong remote AS", "the BGP session does not establish";
     BgpWrongNeighborAddress = "bgp_wrong_neighbor_address", Bgp,

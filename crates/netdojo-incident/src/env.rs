@@ -209,6 +209,12 @@ impl IncidentEnv {
         self.live.take()
     }
 
+    /// The episode's live lab (after a reset): for tests that watch its namespaces from outside
+    /// (the containment suite).
+    pub fn live_lab(&self) -> Option<&LiveLab> {
+        self.live.as_ref()
+    }
+
     fn task_err(&self, message: String) -> EnvError {
         EnvError::task(ENV, self.task_id.clone(), message)
     }

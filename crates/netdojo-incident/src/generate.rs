@@ -46,6 +46,9 @@ pub struct Draw {
     pub lab: String,
     /// Empty: a healthy control.
     pub picks: Vec<Pick>,
+    /// The order the oracle repairs the picks in (indices into `picks`), as verification found
+    /// safe; empty: the last first ([`crate::task::repair_order`]).
+    pub repair_order: Vec<usize>,
 }
 
 /// Makes incident tasks from the labs and the candidates they offer.
@@ -112,7 +115,7 @@ impl IncidentGenerator {
         if index % CONTROL_EVERY == CONTROL_EVERY - 1 || self.types.is_empty() {
             // A control's lab walks the labs, so that each has its controls.
             let lab = names[((index / CONTROL_EVERY) as usize + (seed as usize)) % names.len()];
-            return Ok(Draw { lab: lab.clone(), picks: vec![] });
+            return Ok(Draw { lab: lab.clone(), picks: vec![], repair_order: vec![] });
         }
         let k = index - index / CONTROL_EVERY;
         let level = LEVELS[(k % LEVELS.len() as u64) as usize] as usize;
@@ -154,7 +157,7 @@ impl IncidentGenerator {
             used.insert(fault.device.clone());
             picks.push(Pick { fault_type, candidate, fault });
         }
-        Ok(Draw { lab: lab.clone(), picks })
+        Ok(Draw { lab: lab.clone(), picks, repair_order: vec![] })
     }
 
     /// The devices a lab's candidates are on.
@@ -231,11 +234,16 @@ impl IncidentGenerator {
             domain: None,
             seed: Some(seed),
             query: brief(lab, &reported, &mut rng),
-            setup: serde_json::to_value(Setup { lab: lab.name.clone(), lab_hash: lab_hash(lab), symptom })
-                .unwrap_or(Value::Null),
+            setup: serde_json::to_value(Setup {
+                lab: lab.name.clone(),
+                lab_hash: lab_hash(lab),
+                symptom,
+                repair_order: draw.repair_order.clone(),
+            })
+            .unwrap_or(Value::Null),
             kind: TaskKind::Reactive {
                 faults: faults.iter().map(core_fault).collect(),
-                repair: oracle_calls(&faults),
+                repair: oracle_calls(&faults, &draw.repair_order),
             },
         })
     }

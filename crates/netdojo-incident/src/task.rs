@@ -36,6 +36,23 @@ pub struct Setup {
     /// it again at reset: a task that no longer shows it is not served.
     #[serde(default)]
     pub symptom: Vec<String>,
+    /// The order the oracle repairs the faults in, as indices into the task's `faults`: an
+    /// order under which no repair step breaks a health check that passed, found on the live
+    /// lab by `generate --env incident` ([`crate::verify`]). Absent: the last injected first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub repair_order: Vec<usize>,
+}
+
+/// The repair order `order` names for `n` faults, or the default (the last injected first)
+/// when `order` is empty or not a permutation of `0..n`.
+pub fn repair_order(order: &[usize], n: usize) -> Vec<usize> {
+    let mut sorted = order.to_vec();
+    sorted.sort_unstable();
+    if sorted.len() == n && sorted.iter().enumerate().all(|(i, x)| i == *x) {
+        order.to_vec()
+    } else {
+        (0..n).rev().collect()
+    }
 }
 
 /// One entry of a diagnosis: a device and a published fault type.
@@ -146,32 +163,56 @@ pub fn submit_call(diagnosis: &[Diagnosed]) -> ToolCall {
     ToolCall::new(tools::SUBMIT, json!({ "faults": diagnosis }))
 }
 
-/// The oracle's calls for `faults`: the diagnosis, then each fault's repair, the last injected
-/// first (a repair then undoes a state its own injection made). A fault's consecutive actions
-/// on one device in one dialect go in one `configure` call, as an operator pastes them: a
-/// repair that deletes a wrong address and adds the right one is one step, not a step that
-/// leaves the interface without an address.
-pub fn oracle_calls(faults: &[Fault]) -> Vec<ToolCall> {
-    let mut calls = vec![submit_call(&truth(faults))];
-    for fault in faults.iter().rev() {
-        let mut merged: Vec<ToolCall> = Vec::new();
-        for call in fault.repair.iter().map(action_call) {
-            if let Some(last) = merged.last_mut()
-                && last.name == tools::CONFIGURE
-                && call.name == tools::CONFIGURE
-                && last.arguments["device"] == call.arguments["device"]
-                && last.arguments["dialect"] == call.arguments["dialect"]
-                && let (Some(into), Some(more)) =
-                    (last.arguments["commands"].as_array().cloned(), call.arguments["commands"].as_array())
-            {
-                let mut into = into;
-                into.extend(more.iter().cloned());
-                last.arguments["commands"] = Value::Array(into);
-                continue;
-            }
-            merged.push(call);
+/// A fault's repair as the oracle's steps: consecutive actions on one device in one dialect
+/// form one step (one `configure` call), as an operator pastes them: a repair that deletes a
+/// wrong address and adds the right one is one step, not a step that leaves the interface
+/// without an address. Verification ([`crate::verify`]) judges the safety of exactly these.
+pub fn repair_steps(fault: &Fault) -> Vec<Vec<Action>> {
+    let mut steps: Vec<Vec<Action>> = Vec::new();
+    for action in &fault.repair {
+        if let Some(last) = steps.last_mut().and_then(|s| s.last())
+            && same_call(last, action)
+            && let Some(step) = steps.last_mut()
+        {
+            step.push(action.clone());
+            continue;
         }
-        calls.extend(merged);
+        steps.push(vec![action.clone()]);
+    }
+    steps
+}
+
+/// Two actions one `configure` call can carry: same device, same dialect.
+fn same_call(a: &Action, b: &Action) -> bool {
+    match (a, b) {
+        (Action::Vtysh { device: x, .. }, Action::Vtysh { device: y, .. })
+        | (Action::Linux { device: x, .. }, Action::Linux { device: y, .. }) => x == y,
+        _ => false,
+    }
+}
+
+/// One step's actions as one call of the agent's tools.
+pub fn step_call(step: &[Action]) -> Option<ToolCall> {
+    let mut call = action_call(step.first()?);
+    for action in &step[1..] {
+        let more = action_call(action);
+        if let (Some(into), Some(more)) =
+            (call.arguments["commands"].as_array().cloned(), more.arguments["commands"].as_array())
+        {
+            let mut into = into;
+            into.extend(more.iter().cloned());
+            call.arguments["commands"] = Value::Array(into);
+        }
+    }
+    Some(call)
+}
+
+/// The oracle's calls for `faults`: the diagnosis, then each fault's [`repair_steps`], the
+/// faults in `order` ([`repair_order`]; empty: the last injected first).
+pub fn oracle_calls(faults: &[Fault], order: &[usize]) -> Vec<ToolCall> {
+    let mut calls = vec![submit_call(&truth(faults))];
+    for i in repair_order(order, faults.len()) {
+        calls.extend(repair_steps(&faults[i]).iter().filter_map(|s| step_call(s)));
     }
     calls
 }
@@ -189,5 +230,54 @@ pub fn core_fault(fault: &Fault) -> netdojo_core::Fault {
         kind: fault.fault_type.id().to_string(),
         method: method.to_string(),
         params: serde_json::to_value(fault).unwrap_or(Value::Null),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fault(device: &str, repair: Vec<Action>) -> Fault {
+        Fault {
+            fault_type: FaultType::InterfaceDown,
+            device: device.into(),
+            detail: String::new(),
+            inject: vec![],
+            repair,
+            symptom: vec![],
+        }
+    }
+
+    fn linux(device: &str, line: &str) -> Action {
+        Action::Linux { device: device.into(), line: line.into() }
+    }
+
+    #[test]
+    fn the_oracle_repairs_in_the_recorded_order_one_step_per_pasted_block() {
+        let a = fault(
+            "r1",
+            vec![
+                linux("r1", "ip addr del 10.0.0.9/24 dev eth1"),
+                linux("r1", "ip addr add 10.0.0.1/24 dev eth1"),
+                Action::Service { device: "r1".into(), service: "web".into(), op: "start".into() },
+            ],
+        );
+        let b =
+            fault("r2", vec![Action::Vtysh { device: "r2".into(), lines: vec!["interface eth1".into()] }]);
+        let faults = [a, b];
+        assert_eq!(repair_steps(&faults[0]).iter().map(Vec::len).collect::<Vec<_>>(), vec![2, 1]);
+        let devices = |calls: &[ToolCall]| -> Vec<String> {
+            calls[1..].iter().map(|c| c.arguments["device"].as_str().unwrap_or("").to_string()).collect()
+        };
+        // No order recorded: the last injected first.
+        let calls = oracle_calls(&faults, &[]);
+        assert_eq!(calls[0].name, tools::SUBMIT);
+        assert_eq!(devices(&calls), ["r2", "r1", "r1"]);
+        let calls = oracle_calls(&faults, &[0, 1]);
+        assert_eq!(devices(&calls), ["r1", "r1", "r2"]);
+        assert_eq!(calls[1].arguments["commands"].as_array().map(Vec::len), Some(2));
+        // An order that is not a permutation of the faults falls back to the default.
+        assert_eq!(repair_order(&[0, 0], 2), vec![1, 0]);
+        assert_eq!(repair_order(&[1], 2), vec![1, 0]);
     }
 }

@@ -1,10 +1,19 @@
 //! Verified injection, for `generate --env incident`: each drawn fault is injected alone on the
-//! live lab, the checks it breaks are measured (twice, 2 s apart: only checks that fail both
-//! times count, so a check that fails while routing reconverges is not a symptom), and it is
+//! live lab, the checks it breaks are measured (4 s after the first check fails, past the labs'
+//! dead intervals and hold times, and 1 s later: only checks that fail both times count, so a
+//! check that fails while routing reconverges is not a symptom), and it is
 //! repaired and the lab seen healthy again. A fault that breaks nothing, or whose repair does
 //! not bring the lab back, is replaced by [`IncidentGenerator::next_pick`], deterministically.
 //! Then all of the task's faults are injected together, their joint symptom measured the same
 //! way, and the oracle's repair checked to bring the lab back.
+//!
+//! Each repair is also checked step by step, as the environment's state check judges an
+//! agent's step (the health once the step has settled, against the health before it): a step
+//! that breaks a check that passed is unsafe. A single fault whose own repair is unsafe is
+//! replaced. For several faults the repair orders are tried (the last injected first, then the
+//! other permutations), each from a freshly injected lab, and the first under which no step
+//! breaks a passing check is recorded in the task (`setup.repair_order`), the order the
+//! oracle's calls follow; when no order is safe, the last fault is replaced.
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -12,11 +21,13 @@ use std::time::{Duration, Instant};
 use netdojo_core::{Task, TaskError};
 
 use crate::catalogue::FaultType;
+use crate::env::{IncidentOptions, QUIET};
+use crate::fault::Action;
 use crate::generate::{Draw, IncidentGenerator, Pick};
 use crate::health::Health;
 use crate::lab::Lab;
 use crate::live::LiveLab;
-use crate::task::APPLICATION;
+use crate::task::{APPLICATION, repair_steps};
 
 /// How long verification waits at each stage.
 #[derive(Debug, Clone, Copy)]
@@ -27,14 +38,17 @@ pub struct Patience {
     pub confirm: Duration,
     /// For the lab to pass every check after a repair.
     pub repair: Duration,
+    /// After one repair step, as the environment's [`IncidentOptions::settle`].
+    pub settle: Duration,
 }
 
 impl Default for Patience {
     fn default() -> Self {
         Self {
             symptom: Duration::from_secs(8),
-            confirm: Duration::from_secs(2),
+            confirm: Duration::from_secs(4),
             repair: Duration::from_secs(15),
+            settle: IncidentOptions::default().settle,
         }
     }
 }
@@ -51,7 +65,11 @@ fn gen_err(message: String) -> TaskError {
     TaskError::Generate { generator: APPLICATION.into(), message }
 }
 
-/// The checks that fail now and still fail `confirm` later.
+/// The checks that fail once the injection has had `confirm` to show everything it breaks and
+/// still fail [`QUIET`] later. `confirm` outlasts the labs' OSPF dead interval and BGP hold time
+/// (3 s): a symptom taken sooner misses the adjacencies and sessions that die last, and the
+/// environment, which waits at reset until the recorded symptom shows, would start an episode
+/// before them and blame their death on the agent's first step.
 async fn symptom(live: &LiveLab, patience: Patience) -> Vec<String> {
     let first = live.wait_health(|h: &Health| !h.all_passed(), patience.symptom).await;
     if first.all_passed() {
@@ -59,23 +77,88 @@ async fn symptom(live: &LiveLab, patience: Patience) -> Vec<String> {
     }
     tokio::time::sleep(patience.confirm).await;
     let second = live.health().await;
-    let again: BTreeSet<&str> = second.failing().into_iter().collect();
-    first.failing().into_iter().filter(|n| again.contains(n)).map(str::to_string).collect()
+    tokio::time::sleep(QUIET).await;
+    let third = live.health().await;
+    let again: BTreeSet<&str> = third.failing().into_iter().collect();
+    second.failing().into_iter().filter(|n| again.contains(n)).map(str::to_string).collect()
 }
 
 /// Applies a list of actions; `Err` names the first that failed.
-async fn apply_all(live: &LiveLab, actions: &[crate::fault::Action]) -> Result<(), String> {
+async fn apply_all(live: &LiveLab, actions: &[Action]) -> Result<(), String> {
     for action in actions {
         live.apply(action).await.map_err(|e| e.to_string())?;
     }
     Ok(())
 }
 
-/// One fault alone: its symptom, and whether its repair brought the lab back.
+/// The health once a step has settled, judged as the environment's `observe_change` does:
+/// every check passing; or fewer checks failing than `before` (a subset of them) and no change
+/// for [`QUIET`]; or `settle` spent.
+async fn settled_after(live: &LiveLab, before: &Health, settle: Duration) -> Health {
+    let before: BTreeSet<String> = before.failing().into_iter().map(str::to_string).collect();
+    let last = std::sync::Mutex::new((None::<BTreeSet<String>>, Instant::now()));
+    let settled = move |h: &Health| {
+        if h.all_passed() {
+            return true;
+        }
+        let failing: BTreeSet<String> = h.failing().into_iter().map(str::to_string).collect();
+        let Ok(mut last) = last.lock() else { return false };
+        if last.0.as_ref() != Some(&failing) {
+            *last = (Some(failing.clone()), Instant::now());
+        }
+        failing.is_subset(&before) && failing != before && last.1.elapsed() >= QUIET
+    };
+    live.wait_health(settled, settle).await
+}
+
+/// The health once the faults' symptom shows, as the environment waits for it at reset:
+/// every check of `symptom` failing.
+async fn showing(live: &LiveLab, symptom: &[String], patience: Patience) -> Health {
+    let shows = |h: &Health| symptom.iter().all(|name| h.passed(name) == Some(false));
+    live.wait_health(shows, patience.symptom).await
+}
+
+/// Repairs `picks` in `order`, step by step ([`repair_steps`]), from the health `start`; returns
+/// what the steps broke (`Err`: a repair that could not be applied).
+async fn repair_in(
+    live: &LiveLab,
+    picks: &[Pick],
+    order: &[usize],
+    start: Health,
+    patience: Patience,
+) -> Result<Vec<String>, String> {
+    let mut current = start;
+    let mut broke = Vec::new();
+    for &i in order {
+        let fault = &picks[i].fault;
+        for step in repair_steps(fault) {
+            apply_all(live, &step).await.map_err(|e| format!("repair failed: {e}"))?;
+            let settled = settled_after(live, &current, patience.settle).await;
+            // Judged a little stricter than the environment: once more [`QUIET`] later, so that a
+            // step whose effect is still spreading when the checks first settle (an adjacency
+            // dying a dead interval after the change) is not blamed on the next one.
+            tokio::time::sleep(QUIET).await;
+            let after = live.health().await;
+            broke.extend(
+                current
+                    .passing()
+                    .into_iter()
+                    .filter(|n| settled.passed(n) == Some(false) || after.passed(n) == Some(false))
+                    .map(|n| format!("repairing {} on {} breaks {n}", fault.fault_type, fault.device)),
+            );
+            current = after;
+        }
+    }
+    Ok(broke)
+}
+
+/// One fault alone: its symptom, and whether its repair, step by step, breaks no check that
+/// passed and brings the lab back.
 async fn try_fault(live: &LiveLab, pick: &Pick, patience: Patience) -> Result<Vec<String>, String> {
     apply_all(live, &pick.fault.inject).await.map_err(|e| format!("injection failed: {e}"))?;
     let seen = symptom(live, patience).await;
-    apply_all(live, &pick.fault.repair).await.map_err(|e| format!("repair failed: {e}"))?;
+    let before = showing(live, &seen, patience).await;
+    let broke = repair_in(live, std::slice::from_ref(pick), &[0], before, patience).await?;
     let back = live.wait_health(Health::all_passed, patience.repair).await;
     if !back.all_passed() {
         return Err(format!("the lab is not healthy after the repair: {}", back.describe_failing()));
@@ -83,30 +166,71 @@ async fn try_fault(live: &LiveLab, pick: &Pick, patience: Patience) -> Result<Ve
     if seen.is_empty() {
         return Err("no health check fails".into());
     }
+    if !broke.is_empty() {
+        return Err(format!("its repair is not safe: {}", broke.join(", ")));
+    }
     Ok(seen)
 }
 
 /// How many times the last fault of a task is replaced when the faults together fail.
-const MAX_JOINT_REDRAWS: usize = 4;
+const MAX_JOINT_REDRAWS: usize = 8;
 
-/// All `picks` injected together: the checks they break; `Err` when they break none or their
-/// repairs (last fault first) do not bring the lab back.
-async fn try_joint(live: &LiveLab, picks: &[Pick], patience: Patience) -> Result<Vec<String>, String> {
-    for pick in picks {
-        apply_all(live, &pick.fault.inject).await.map_err(|e| format!("injection failed: {e}"))?;
+/// The orders to repair `n` faults in: the last injected first, then the other permutations.
+fn orders(n: usize) -> Vec<Vec<usize>> {
+    fn permute(rest: Vec<usize>, prefix: Vec<usize>, out: &mut Vec<Vec<usize>>) {
+        if rest.is_empty() {
+            out.push(prefix);
+            return;
+        }
+        for (i, x) in rest.iter().enumerate() {
+            let mut r = rest.clone();
+            r.remove(i);
+            let mut p = prefix.clone();
+            p.push(*x);
+            permute(r, p, out);
+        }
     }
+    let mut out = Vec::new();
+    permute((0..n).rev().collect(), Vec::new(), &mut out);
+    out
+}
+
+/// All `picks` injected together: the checks they break and a repair order under which no
+/// step breaks a check that passed (see the module); `Err` when they break none, when their
+/// repairs do not bring the lab back, or when no order is safe.
+async fn try_joint(
+    live: &LiveLab,
+    picks: &[Pick],
+    patience: Patience,
+) -> Result<(Vec<String>, Vec<usize>), String> {
+    let inject = || async {
+        for pick in picks {
+            apply_all(live, &pick.fault.inject).await.map_err(|e| format!("injection failed: {e}"))?;
+        }
+        Ok::<(), String>(())
+    };
+    inject().await?;
     let seen = symptom(live, patience).await;
-    for pick in picks.iter().rev() {
-        apply_all(live, &pick.fault.repair).await.map_err(|e| format!("repair failed: {e}"))?;
+    let mut unsafe_orders = Vec::new();
+    for (k, order) in orders(picks.len()).into_iter().enumerate() {
+        if k > 0 {
+            inject().await?;
+        }
+        let before = showing(live, &seen, patience).await;
+        let broke = repair_in(live, picks, &order, before, patience).await?;
+        let back = live.wait_health(Health::all_passed, patience.repair).await;
+        if !back.all_passed() {
+            return Err(format!("are not repaired by their repairs: {}", back.describe_failing()));
+        }
+        if seen.is_empty() {
+            return Err("break no check".into());
+        }
+        if broke.is_empty() {
+            return Ok((seen, order));
+        }
+        unsafe_orders.push(format!("{order:?}: {}", broke.join(", ")));
     }
-    let back = live.wait_health(Health::all_passed, patience.repair).await;
-    if !back.all_passed() {
-        return Err(format!("are not repaired by their repairs: {}", back.describe_failing()));
-    }
-    if seen.is_empty() {
-        return Err("break no check".into());
-    }
-    Ok(seen)
+    Err(format!("have no safe repair order ({})", unsafe_orders.join("; ")))
 }
 
 async fn start(lab: &Lab) -> Result<LiveLab, TaskError> {
@@ -166,22 +290,26 @@ impl IncidentGenerator {
             }
             picks.push(pick);
         }
-        // All together: the joint symptom, then the oracle's repair (last fault first). Faults
-        // that interfere (a repair that does not undo its fault while another is present, an
-        // LSA of a duplicate router-id outliving its repair) fail here: the last fault is then
-        // replaced as above, on a fresh lab, and the whole is tried again.
+        // All together: the joint symptom, then the oracle's repair in each order until one is
+        // safe step by step. Faults that interfere (a repair that does not undo its fault while
+        // another is present, an LSA of a duplicate router-id outliving its repair, a repair
+        // that breaks a check while another fault is present, in every order) fail here: the
+        // last fault is then replaced as above, on a fresh lab, and the whole is tried again.
         let mut joint = Vec::new();
-        // One fault: its own measurement is the joint one.
+        let mut repair_order = Vec::new();
+        // One fault: its own measurement (and its safe repair) is the joint one.
         let attempts = if picks.len() == 1 {
             joint = picks[0].fault.symptom.clone();
+            repair_order = vec![0];
             0
         } else {
             MAX_JOINT_REDRAWS + 1
         };
         for attempt in 0..attempts {
             match try_joint(&live, &picks, patience).await {
-                Ok(seen) => {
+                Ok((seen, order)) => {
                     joint = seen;
+                    repair_order = order;
                     break;
                 }
                 Err(why) if attempt < MAX_JOINT_REDRAWS && picks.len() > 1 => {
@@ -226,7 +354,7 @@ impl IncidentGenerator {
             }
         }
         live.stop().await;
-        let verified = Draw { lab: draw.lab.clone(), picks };
+        let verified = Draw { lab: draw.lab.clone(), picks, repair_order };
         let task = self.task(seed, index, &verified, Some(joint))?;
         report.took = started.elapsed();
         Ok((task, report))

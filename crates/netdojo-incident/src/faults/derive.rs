@@ -2,6 +2,8 @@
 //! Each keeps only faults that can break a health check of this lab (a transit link that a
 //! check watches, a subnet a flow starts or ends in, a session a check names...).
 
+mod ospf6;
+
 use std::collections::BTreeSet;
 use std::net::Ipv4Addr;
 
@@ -84,6 +86,12 @@ pub fn derive(view: &View, t: FaultType) -> Vec<Candidate> {
         OspfStubMismatch => ospf_stub(view),
         OspfMissingNetwork => ospf_missing_network(view),
         OspfCostSuboptimal => ospf_cost(view),
+        Ospf6AreaMismatch => ospf6::area_mismatch(view),
+        Ospf6HelloMismatch => ospf6::timer(view, true),
+        Ospf6DeadMismatch => ospf6::timer(view, false),
+        Ospf6PassiveInterface => ospf6::passive(view),
+        Ospf6MissingInterfaceArea => ospf6::missing_area(view),
+        Ospf6CostSuboptimal => ospf6::cost(view),
         BgpWrongRemoteAs => bgp_wrong_remote_as(view),
         BgpWrongNeighborAddress => bgp_wrong_neighbor_address(view),
         BgpMissingNextHopSelf => bgp_next_hop_self(view),

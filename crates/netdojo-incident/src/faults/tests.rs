@@ -307,3 +307,31 @@ fn draws_are_deterministic_on_different_devices_and_disjoint() {
         draw(&ring, &[FaultType::HttpDown], 1, &mut ChaCha8Rng::seed_from_u64(1)).expect_err("no web server");
     assert!(err.to_string().contains("faults-ring") && err.to_string().contains("http_down"), "{err}");
 }
+
+#[test]
+fn the_dual_stack_lab_offers_ospfv3_faults_on_its_watched_links_and_paths() {
+    let l = lab("dual-stack");
+    let details = |t: FaultType| -> Vec<String> {
+        candidates(&l, t).into_iter().map(|f| format!("{} {}", f.device, f.detail)).collect()
+    };
+    // Four watched adjacencies (ams~lon, ams~fra, par~lon, par~fra), from both ends.
+    for t in [
+        FaultType::Ospf6AreaMismatch,
+        FaultType::Ospf6HelloMismatch,
+        FaultType::Ospf6DeadMismatch,
+        FaultType::Ospf6PassiveInterface,
+    ] {
+        assert_eq!(candidates(&l, t).len(), 8, "{t}: {:?}", details(t));
+    }
+    // The path lon,ams,fra moves to par when lon's or ams's link on it costs 1000.
+    let cost = details(FaultType::Ospf6CostSuboptimal);
+    assert_eq!(cost.len(), 2, "{cost:?}");
+    assert!(cost.iter().all(|d| d.contains("by lon,par,fra")), "{cost:?}");
+    // Missing areas: the 8 transit ends, and the prefixes route checks want (lon's and fra's
+    // LANs, ams's loopback).
+    let missing = details(FaultType::Ospf6MissingInterfaceArea);
+    assert_eq!(missing.len(), 11, "{missing:?}");
+    assert!(missing.iter().any(|d| d.starts_with("ams ams lo has no OSPFv3 area")), "{missing:?}");
+    // IPv4-only labs offer none.
+    assert!(candidates(&lab("campus"), FaultType::Ospf6PassiveInterface).is_empty());
+}
