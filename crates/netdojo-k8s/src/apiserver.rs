@@ -16,6 +16,11 @@
 //! Every accepted change is made to the [`Store`] the Rust kubectl subset uses, validated by
 //! [`policy::validate`]; the environment then enforces the store's policies as it does after
 //! the subset's commands (compiled nftables rules).
+//!
+//! A server with a cluster of its own ([`ApiServer::bind_local_cluster`], module `owned`) is
+//! the kube driver's target: namespaces and pods are created and deleted through the API and
+//! run by the embedded cluster, the `ephemeralcontainers` patch is accepted, and `pods/exec`
+//! (feature `kube`) answers the driver's probe script, and only it, with the cluster's probe.
 
 use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
