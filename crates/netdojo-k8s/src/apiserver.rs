@@ -313,7 +313,8 @@ impl ApiServer {
         }
         let inner = Arc::new(Mutex::new(inner));
         let cluster = Arc::new(tokio::sync::RwLock::new(None));
-        let shared = Shared { inner: inner.clone(), token: token.clone().into(), addr, cluster: cluster.clone() };
+        let shared =
+            Shared { inner: inner.clone(), token: token.clone().into(), addr, cluster: cluster.clone() };
         let app = axum::Router::new().fallback(handle).with_state(shared);
         let task = tokio::spawn(async move {
             if let Err(e) = axum::serve(TlsListener { tcp, acceptor }, app).await {
@@ -717,7 +718,7 @@ async fn handle(State(shared): State<Shared>, req: Request) -> Response {
     let is_owned = shared.lock().owned.is_some();
     // A created pod runs once the pod network is built with it, on the first read of pods
     // after the pods changed (a driver creates all its pods, then waits for them to run).
-    if is_owned && segs.contains(&"pods") {
+    if is_owned && method == Method::GET && segs.contains(&"pods") {
         if let Err(e) = owned::sync(&shared, true).await {
             return status(StatusCode::INTERNAL_SERVER_ERROR, "InternalError", e, None);
         }

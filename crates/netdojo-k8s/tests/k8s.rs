@@ -1108,7 +1108,8 @@ mod apiserver {
             ..Default::default()
         };
         let client = kube_driver::connect(&options).await.expect("connect");
-        let runner = |env: Arc<dyn netdojo_core::EnvironmentFactory>, agent: Arc<dyn netdojo_core::AgentFactory>| Runner {
+        let runner = |env: Arc<dyn netdojo_core::EnvironmentFactory>,
+                      agent: Arc<dyn netdojo_core::AgentFactory>| Runner {
             env,
             agent,
             scorers: Arc::new(netdojo_score::repair_scorers()),
@@ -1131,9 +1132,10 @@ mod apiserver {
         let tasks = [0u64, 5, 14, 2, 9];
         for index in tasks {
             let task = K8sGenerator.generate(11, index).expect("task");
-            for (agent, correct) in
-                [(Arc::new(OracleFactory) as Arc<dyn netdojo_core::AgentFactory>, 1.0), (Arc::new(NoopFactory), 0.0)]
-            {
+            for (agent, correct) in [
+                (Arc::new(OracleFactory) as Arc<dyn netdojo_core::AgentFactory>, 1.0),
+                (Arc::new(NoopFactory), 0.0),
+            ] {
                 let (record, trajectory) = runner(kube_env.clone(), agent.clone()).run_episode(&task).await;
                 assert!(record.error.is_none(), "{}: {:?}", task.label, record.error);
                 assert_eq!(metric(&record, "correct"), correct, "{}: {:?}", task.label, trajectory.outcome);

@@ -53,7 +53,10 @@ impl Owned {
     /// A pod as the server shows it: its own containers, `Pending` until the pod network is
     /// built with it, its ephemeral containers running.
     pub(super) fn render(&self, pod: &mut Pod, started: Timestamp) {
-        let key = (pod.metadata.namespace.clone().unwrap_or_default(), pod.metadata.name.clone().unwrap_or_default());
+        let key = (
+            pod.metadata.namespace.clone().unwrap_or_default(),
+            pod.metadata.name.clone().unwrap_or_default(),
+        );
         let Some(record) = self.pods.get(&key) else { return };
         let running = self.current();
         let state = |name: &str, image: Option<&String>| ContainerStatus {
@@ -116,7 +119,9 @@ fn invalid(kind: &str, name: &str, field: &str, message: &str) -> Response {
         StatusCode::UNPROCESSABLE_ENTITY,
         "Invalid",
         format!("{kind} \"{name}\" is invalid: {field}: {message}"),
-        Some(json!({"name": name, "kind": kind, "causes": [{"reason": "FieldValueInvalid", "message": message, "field": field}]})),
+        Some(
+            json!({"name": name, "kind": kind, "causes": [{"reason": "FieldValueInvalid", "message": message, "field": field}]}),
+        ),
     )
 }
 
@@ -139,18 +144,25 @@ pub(super) fn change(
     body: &[u8],
 ) -> Response {
     let parse = |what: &str| -> Result<Value, Response> {
-        serde_json::from_slice(body).map_err(|e| bad_request(format!("the request body is not a {what}: {e}")))
+        serde_json::from_slice(body)
+            .map_err(|e| bad_request(format!("the request body is not a {what}: {e}")))
     };
     match (res.plural, method.as_str(), ns, name, sub) {
         ("namespaces", "POST", None, None, None) => {
             let n: Namespace = match parse("Namespace").and_then(|v| {
-                serde_json::from_value(v).map_err(|e| bad_request(format!("the request body is not a Namespace: {e}")))
+                serde_json::from_value(v)
+                    .map_err(|e| bad_request(format!("the request body is not a Namespace: {e}")))
             }) {
                 Ok(n) => n,
                 Err(r) => return r,
             };
             let Some(name) = n.metadata.name.clone().filter(|n| !n.is_empty()) else {
-                return invalid("Namespace", "", "metadata.name", "Required value: name or generateName is required");
+                return invalid(
+                    "Namespace",
+                    "",
+                    "metadata.name",
+                    "Required value: name or generateName is required",
+                );
             };
             if inner.workload.namespaces.contains_key(&name) {
                 return already_exists(res, &name);
@@ -185,13 +197,19 @@ pub(super) fn change(
         }
         ("pods", "POST", Some(ns), None, None) => {
             let pod: Pod = match parse("Pod").and_then(|v| {
-                serde_json::from_value(v).map_err(|e| bad_request(format!("the request body is not a Pod: {e}")))
+                serde_json::from_value(v)
+                    .map_err(|e| bad_request(format!("the request body is not a Pod: {e}")))
             }) {
                 Ok(p) => p,
                 Err(r) => return r,
             };
             let Some(name) = pod.metadata.name.clone().filter(|n| !n.is_empty()) else {
-                return invalid("Pod", "", "metadata.name", "Required value: name or generateName is required");
+                return invalid(
+                    "Pod",
+                    "",
+                    "metadata.name",
+                    "Required value: name or generateName is required",
+                );
             };
             if !inner.workload.namespaces.contains_key(ns) {
                 return status(
@@ -219,11 +237,15 @@ pub(super) fn change(
                 return status(
                     StatusCode::FORBIDDEN,
                     "Forbidden",
-                    format!("pods \"{name}\" is forbidden: the pod subnet {}/{} is full", POD_SUBNET.0, POD_SUBNET.1),
+                    format!(
+                        "pods \"{name}\" is forbidden: the pod subnet {}/{} is full",
+                        POD_SUBNET.0, POD_SUBNET.1
+                    ),
                     None,
                 );
             };
-            if let Err(e) = inner.workload.add_pod(ns, &name, pod.metadata.labels.unwrap_or_default(), ports) {
+            if let Err(e) = inner.workload.add_pod(ns, &name, pod.metadata.labels.unwrap_or_default(), ports)
+            {
                 return bad_request(e.to_string());
             }
             if let Some(p) = inner.workload.pods.last_mut() {
@@ -265,7 +287,12 @@ pub(super) fn change(
                 match serde_json::from_value::<EphemeralContainer>(c.clone()) {
                     Ok(c) if !c.name.is_empty() => added.push(c),
                     Ok(_) => {
-                        return invalid("Pod", name, &format!("spec.ephemeralContainers[{i}].name"), "Required value");
+                        return invalid(
+                            "Pod",
+                            name,
+                            &format!("spec.ephemeralContainers[{i}].name"),
+                            "Required value",
+                        );
                     }
                     Err(e) => return bad_request(format!("spec.ephemeralContainers[{i}]: {e}")),
                 }
@@ -335,7 +362,8 @@ pub(super) async fn sync(shared: &Shared, build: bool) -> Result<(), String> {
         return Ok(());
     }
     if !workload.pods.is_empty() {
-        let c = Cluster::start(workload, &policies, ProbeOptions::default()).await.map_err(|e| e.to_string())?;
+        let c =
+            Cluster::start(workload, &policies, ProbeOptions::default()).await.map_err(|e| e.to_string())?;
         *cluster = Some(c);
     }
     if let Some(o) = shared.lock().owned.as_mut() {
@@ -387,7 +415,8 @@ mod exec {
     pub(crate) fn parse_probe_script(script: &str) -> Option<Vec<ProbeTarget>> {
         let mut lines = script.lines();
         let first = lines.next()?;
-        let secs: u64 = first.split("nc -z -w ").nth(1)?.split(' ').next()?.parse().ok().filter(|s| *s <= 60)?;
+        let secs: u64 =
+            first.split("nc -z -w ").nth(1)?.split(' ').next()?.parse().ok().filter(|s| *s <= 60)?;
         let mut targets = Vec::new();
         for line in lines {
             if line == "wait" {
@@ -400,7 +429,12 @@ mod exec {
                 "udp" => Protocol::Udp,
                 _ => return None,
             };
-            targets.push(ProbeTarget { index: index.parse().ok()?, ip: ip.parse().ok()?, port: port.parse().ok()?, protocol });
+            targets.push(ProbeTarget {
+                index: index.parse().ok()?,
+                ip: ip.parse().ok()?,
+                port: port.parse().ok()?,
+                protocol,
+            });
             if targets.len() > MAX_TARGETS {
                 return None;
             }
@@ -477,7 +511,9 @@ mod exec {
         let Some(protocol) =
             ["v5.channel.k8s.io", "v4.channel.k8s.io"].into_iter().find(|p| offered.iter().any(|o| o == p))
         else {
-            return refuse("exec needs a WebSocket upgrade with the subprotocol v5.channel.k8s.io or v4.channel.k8s.io");
+            return refuse(
+                "exec needs a WebSocket upgrade with the subprotocol v5.channel.k8s.io or v4.channel.k8s.io",
+            );
         };
         let (true, Some(accept)) = (upgrade, key) else {
             return refuse("exec needs a WebSocket upgrade (Upgrade: websocket, Sec-WebSocket-Key)");
@@ -534,7 +570,11 @@ mod exec {
         let addrs: Vec<(SocketAddrV4, Protocol)> =
             targets.iter().map(|t| (SocketAddrV4::new(t.ip, t.port), t.protocol)).collect();
         let got = c.probe_from(from, &addrs).await.map_err(|e| e.to_string())?;
-        Ok(targets.iter().zip(got).map(|(t, ok)| format!("{} {}\n", t.index, if ok { "ok" } else { "no" })).collect())
+        Ok(targets
+            .iter()
+            .zip(got)
+            .map(|(t, ok)| format!("{} {}\n", t.index, if ok { "ok" } else { "no" }))
+            .collect())
     }
 
     #[cfg(test)]
@@ -546,7 +586,12 @@ mod exec {
         #[test]
         fn only_the_drivers_probe_script_is_answered() {
             let targets = vec![
-                ProbeTarget { index: 0, ip: Ipv4Addr::new(10, 244, 0, 5), port: 9555, protocol: Protocol::Tcp },
+                ProbeTarget {
+                    index: 0,
+                    ip: Ipv4Addr::new(10, 244, 0, 5),
+                    port: 9555,
+                    protocol: Protocol::Tcp,
+                },
                 ProbeTarget { index: 3, ip: Ipv4Addr::new(10, 244, 0, 7), port: 53, protocol: Protocol::Udp },
             ];
             let script = probe_script(&targets, Duration::from_secs(1));
