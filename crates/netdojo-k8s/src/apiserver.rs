@@ -718,10 +718,12 @@ async fn handle(State(shared): State<Shared>, req: Request) -> Response {
     let is_owned = shared.lock().owned.is_some();
     // A created pod runs once the pod network is built with it, on the first read of pods
     // after the pods changed (a driver creates all its pods, then waits for them to run).
-    if is_owned && method == Method::GET && segs.contains(&"pods") {
-        if let Err(e) = owned::sync(&shared, true).await {
-            return status(StatusCode::INTERNAL_SERVER_ERROR, "InternalError", e, None);
-        }
+    if is_owned
+        && method == Method::GET
+        && segs.contains(&"pods")
+        && let Err(e) = owned::sync(&shared, true).await
+    {
+        return status(StatusCode::INTERNAL_SERVER_ERROR, "InternalError", e, None);
     }
     let q = query(&req);
     let table = wants_table(&req);
@@ -778,15 +780,17 @@ async fn handle(State(shared): State<Shared>, req: Request) -> Response {
             let r = resource(&shared, &method, group, rest, &q, table, &content_type, &body);
             // Every accepted change is enforced before the answer (a CNI plugin does it
             // after): the policies' rules, or the loss of a deleted pod's namespace.
-            if is_owned && method != Method::GET && r.status().is_success() {
-                if let Err(e) = owned::sync(&shared, false).await {
-                    return status(
-                        StatusCode::INTERNAL_SERVER_ERROR,
-                        "InternalError",
-                        format!("the change was stored but is not enforced: {e}"),
-                        None,
-                    );
-                }
+            if is_owned
+                && method != Method::GET
+                && r.status().is_success()
+                && let Err(e) = owned::sync(&shared, false).await
+            {
+                return status(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "InternalError",
+                    format!("the change was stored but is not enforced: {e}"),
+                    None,
+                );
             }
             r
         }

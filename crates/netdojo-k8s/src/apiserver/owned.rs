@@ -24,7 +24,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{Value, json};
 
-use super::{Inner, RESOURCES, Res, Shared, bad_request, items, not_found, object_response, status};
+use super::{Inner, Res, Shared, bad_request, items, not_found, object_response, status};
 use crate::cluster::{Cluster, ProbeOptions};
 use crate::model::{POD_SUBNET, pod_ports};
 
@@ -100,11 +100,6 @@ impl Owned {
     }
 }
 
-fn res(plural: &str) -> &'static Res {
-    // Both are in RESOURCES: the table is the server's own.
-    RESOURCES.iter().find(|r| r.group.is_empty() && r.plural == plural).unwrap_or(&RESOURCES[0])
-}
-
 fn already_exists(res: &Res, name: &str) -> Response {
     status(
         StatusCode::CONFLICT,
@@ -133,6 +128,12 @@ fn shown(inner: &Inner, res: &Res, ns: Option<&str>, name: &str, code: StatusCod
     }
 }
 
+/// The request body as a `T`, or the 400 saying why not.
+fn parse<T: serde::de::DeserializeOwned>(body: &[u8], what: &str) -> Result<T, Box<Response>> {
+    serde_json::from_slice(body)
+        .map_err(|e| Box::new(bad_request(format!("the request body is not a {what}: {e}"))))
+}
+
 /// Create and delete of namespaces and pods, and the `ephemeralcontainers` patch.
 pub(super) fn change(
     inner: &mut Inner,
@@ -143,18 +144,11 @@ pub(super) fn change(
     sub: Option<&str>,
     body: &[u8],
 ) -> Response {
-    let parse = |what: &str| -> Result<Value, Response> {
-        serde_json::from_slice(body)
-            .map_err(|e| bad_request(format!("the request body is not a {what}: {e}")))
-    };
     match (res.plural, method.as_str(), ns, name, sub) {
         ("namespaces", "POST", None, None, None) => {
-            let n: Namespace = match parse("Namespace").and_then(|v| {
-                serde_json::from_value(v)
-                    .map_err(|e| bad_request(format!("the request body is not a Namespace: {e}")))
-            }) {
+            let n: Namespace = match parse(body, "Namespace") {
                 Ok(n) => n,
-                Err(r) => return r,
+                Err(r) => return *r,
             };
             let Some(name) = n.metadata.name.clone().filter(|n| !n.is_empty()) else {
                 return invalid(
@@ -196,12 +190,9 @@ pub(super) fn change(
             super::json_response(StatusCode::OK, &gone.unwrap_or(Value::Null))
         }
         ("pods", "POST", Some(ns), None, None) => {
-            let pod: Pod = match parse("Pod").and_then(|v| {
-                serde_json::from_value(v)
-                    .map_err(|e| bad_request(format!("the request body is not a Pod: {e}")))
-            }) {
+            let pod: Pod = match parse(body, "Pod") {
                 Ok(p) => p,
-                Err(r) => return r,
+                Err(r) => return *r,
             };
             let Some(name) = pod.metadata.name.clone().filter(|n| !n.is_empty()) else {
                 return invalid(
@@ -271,9 +262,9 @@ pub(super) fn change(
             if inner.workload.pod(ns, name).is_none() {
                 return not_found(res, name);
             }
-            let patch = match parse("patch") {
+            let patch: Value = match parse(body, "patch") {
                 Ok(v) => v,
-                Err(r) => return r,
+                Err(r) => return *r,
             };
             // A strategic-merge or merge patch of `spec.ephemeralContainers`, as `kubectl
             // debug` and kube-rs's `patch_ephemeral_containers` send it.
@@ -402,7 +393,7 @@ mod exec {
     use tokio_tungstenite::tungstenite::protocol::Role;
 
     use super::super::{Shared, bad_request, decode, not_found, status};
-    use super::{res, sync};
+    use super::sync;
     use crate::kube_driver::{ProbeTarget, probe_script};
     use crate::model::Protocol;
 
@@ -440,6 +431,14 @@ mod exec {
             }
         }
         (probe_script(&targets, Duration::from_secs(secs)) == script).then_some(targets)
+    }
+
+    fn res(plural: &str) -> &'static super::super::Res {
+        // Both are in RESOURCES: the table is the server's own.
+        super::super::RESOURCES
+            .iter()
+            .find(|r| r.group.is_empty() && r.plural == plural)
+            .unwrap_or(&super::super::RESOURCES[0])
     }
 
     fn refuse(message: impl Into<String>) -> Response {
