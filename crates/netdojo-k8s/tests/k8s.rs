@@ -1128,9 +1128,9 @@ mod apiserver {
             ["correct", "safe", "safe_c4", "unproductive_changes"].map(|m| metric(record, m))
         };
         let started = Instant::now();
-        // One task of each level and more of the same seed, as many as fit about a minute.
-        let tasks = [0u64, 5, 14, 2, 9];
-        for index in tasks {
+        // One task of each of the 15 labels (faults::LABELS, by index): 60 episodes in all.
+        let tasks: Vec<u64> = (0..15).collect();
+        for &index in &tasks {
             let task = K8sGenerator.generate(11, index).expect("task");
             for (agent, correct) in [
                 (Arc::new(OracleFactory) as Arc<dyn netdojo_core::AgentFactory>, 1.0),
