@@ -16,6 +16,11 @@
 //! Every accepted change is made to the [`Store`] the Rust kubectl subset uses, validated by
 //! [`policy::validate`]; the environment then enforces the store's policies as it does after
 //! the subset's commands (compiled nftables rules).
+//!
+//! A server with a cluster of its own ([`ApiServer::bind_local_cluster`], module `owned`) is
+//! the kube driver's target: namespaces and pods are created and deleted through the API and
+//! run by the embedded cluster, the `ephemeralcontainers` patch is accepted, and `pods/exec`
+//! (feature `kube`) answers the driver's probe script, and only it, with the cluster's probe.
 
 use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
@@ -42,6 +47,8 @@ use crate::K8sError;
 use crate::kubectl::{self, Store};
 use crate::model::Workload;
 use crate::policy;
+
+mod owned;
 
 /// The Kubernetes version the server says it is (the API it serves is v1.37's, k8s-openapi's
 /// `latest`).
@@ -142,6 +149,9 @@ struct Inner {
     started: Timestamp,
     /// Every accepted change, for the watches: ADDED, MODIFIED or DELETED and the object.
     events: tokio::sync::broadcast::Sender<(&'static str, NetworkPolicy)>,
+    /// A server with a cluster of its own ([`ApiServer::bind_local_cluster`]): namespaces and
+    /// pods are created and deleted through the API; `None`: the workload is fixed.
+    owned: Option<owned::Owned>,
 }
 
 #[derive(Clone)]
@@ -149,6 +159,15 @@ struct Shared {
     inner: Arc<Mutex<Inner>>,
     token: Arc<str>,
     addr: SocketAddr,
+    /// The embedded cluster behind a server with a cluster of its own (its pods' namespaces,
+    /// listeners and rules); probes read it while a rebuild or an apply writes it.
+    cluster: Arc<tokio::sync::RwLock<Option<crate::cluster::Cluster>>>,
+}
+
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 /// A running API server. Dropping it stops it.
@@ -160,6 +179,7 @@ pub struct ApiServer {
     /// The server's self-signed certificate (PEM), the kubeconfig's certificate authority.
     certificate: String,
     task: tokio::task::JoinHandle<()>,
+    cluster: Arc<tokio::sync::RwLock<Option<crate::cluster::Cluster>>>,
 }
 
 /// TLS on a TCP listener, for axum. client-go sends a bearer token only over TLS
@@ -229,6 +249,12 @@ fn base64(bytes: &[u8]) -> String {
 impl Drop for ApiServer {
     fn drop(&mut self) {
         self.task.abort();
+        // The pods' namespaces go now, not whenever the last exec task lets go of them.
+        if let Ok(mut cluster) = self.cluster.try_write()
+            && let Some(mut c) = cluster.take()
+        {
+            c.teardown();
+        }
     }
 }
 
@@ -244,6 +270,26 @@ impl ApiServer {
         store: Store,
         workload: Workload,
     ) -> Result<Self, K8sError> {
+        Self::serve_with(listener, store, workload, None)
+    }
+
+    /// Serves on a fresh port of 127.0.0.1 a server with a cluster of its own, empty at first
+    /// (the kube driver's target, docs/k8s.md): namespaces and pods are created and deleted
+    /// through the API, a created pod runs in the embedded cluster ([`crate::cluster`]: its
+    /// network namespace, IP, listeners and rules), the `ephemeralcontainers` patch is accepted
+    /// and, with feature `kube`, `pods/exec` answers the kube driver's probe script. Needs
+    /// root (network namespaces, nftables).
+    pub fn bind_local_cluster() -> Result<Self, K8sError> {
+        let listener = std::net::TcpListener::bind(("127.0.0.1", 0)).map_err(server_err)?;
+        Self::serve_with(listener, Store::new(&[]), Workload::default(), Some(owned::Owned::default()))
+    }
+
+    fn serve_with(
+        listener: std::net::TcpListener,
+        store: Store,
+        workload: Workload,
+        owned: Option<owned::Owned>,
+    ) -> Result<Self, K8sError> {
         listener.set_nonblocking(true).map_err(server_err)?;
         let addr = listener.local_addr().map_err(server_err)?;
         let tcp = tokio::net::TcpListener::from_std(listener).map_err(server_err)?;
@@ -258,6 +304,7 @@ impl ApiServer {
             changes: 0,
             started: now(),
             events: tokio::sync::broadcast::channel(256).0,
+            owned,
         };
         let existing: Vec<NetworkPolicy> = inner.store.policies();
         for mut p in existing {
@@ -265,14 +312,16 @@ impl ApiServer {
             inner.store.put(p);
         }
         let inner = Arc::new(Mutex::new(inner));
-        let shared = Shared { inner: inner.clone(), token: token.clone().into(), addr };
+        let cluster = Arc::new(tokio::sync::RwLock::new(None));
+        let shared =
+            Shared { inner: inner.clone(), token: token.clone().into(), addr, cluster: cluster.clone() };
         let app = axum::Router::new().fallback(handle).with_state(shared);
         let task = tokio::spawn(async move {
             if let Err(e) = axum::serve(TlsListener { tcp, acceptor }, app).await {
                 tracing::warn!("netdojo API server stopped: {e}");
             }
         });
-        Ok(Self { inner, token, addr, certificate, task })
+        Ok(Self { inner, token, addr, certificate, task, cluster })
     }
 
     /// Serves on a fresh port of 127.0.0.1 in the caller's network namespace.
@@ -662,6 +711,20 @@ async fn handle(State(shared): State<Shared>, req: Request) -> Response {
     let path = req.uri().path().to_string();
     let segments: Vec<String> = path.split('/').filter(|s| !s.is_empty()).map(decode).collect();
     let segs: Vec<&str> = segments.iter().map(String::as_str).collect();
+    #[cfg(feature = "kube")]
+    if let ["api", "v1", "namespaces", ns, "pods", pod, "exec"] = segs.as_slice() {
+        return owned::exec(&shared, ns, pod, req).await;
+    }
+    let is_owned = shared.lock().owned.is_some();
+    // A created pod runs once the pod network is built with it, on the first read of pods
+    // after the pods changed (a driver creates all its pods, then waits for them to run).
+    if is_owned
+        && method == Method::GET
+        && segs.contains(&"pods")
+        && let Err(e) = owned::sync(&shared, true).await
+    {
+        return status(StatusCode::INTERNAL_SERVER_ERROR, "InternalError", e, None);
+    }
     let q = query(&req);
     let table = wants_table(&req);
     let aggregated = wants_aggregated(&req);
@@ -712,9 +775,24 @@ async fn handle(State(shared): State<Shared>, req: Request) -> Response {
         ["openapi", "v3", "apis", NP_GROUP, "v1"] => {
             json_response(StatusCode::OK, cached(&OPENAPI_V3_NETWORKING, || openapi_v3(NP_GROUP)))
         }
-        ["api", "v1", rest @ ..] => resource(&shared, &method, "", rest, &q, table, &content_type, &body),
-        ["apis", NP_GROUP, "v1", rest @ ..] => {
-            resource(&shared, &method, NP_GROUP, rest, &q, table, &content_type, &body)
+        ["api", "v1", rest @ ..] | ["apis", NP_GROUP, "v1", rest @ ..] => {
+            let group = if segs[0] == "api" { "" } else { NP_GROUP };
+            let r = resource(&shared, &method, group, rest, &q, table, &content_type, &body);
+            // Every accepted change is enforced before the answer (a CNI plugin does it
+            // after): the policies' rules, or the loss of a deleted pod's namespace.
+            if is_owned
+                && method != Method::GET
+                && r.status().is_success()
+                && let Err(e) = owned::sync(&shared, false).await
+            {
+                return status(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "InternalError",
+                    format!("the change was stored but is not enforced: {e}"),
+                    None,
+                );
+            }
+            r
         }
         _ => not_found_path(),
     }
@@ -1016,6 +1094,9 @@ impl Inner {
                         ..Default::default()
                     }]);
                 }
+                if let Some(owned) = &self.owned {
+                    owned.render(&mut pod, self.started);
+                }
                 pod
             })
             .collect()
@@ -1114,15 +1195,17 @@ fn items(inner: &Inner, res: &Res, ns: Option<&str>) -> Vec<Item> {
             .into_iter()
             .filter(|p| ns.is_none_or(|n| p.metadata.namespace.as_deref() == Some(n)))
             .map(|p| {
-                let ip = p.status.as_ref().and_then(|s| s.pod_ip.clone()).unwrap_or_default();
+                let ip = p.status.as_ref().and_then(|s| s.pod_ip.clone()).unwrap_or_else(|| "<none>".into());
+                let phase = p.status.as_ref().and_then(|s| s.phase.clone()).unwrap_or_default();
+                let ready = if phase == "Running" { "1/1" } else { "0/1" };
                 Item {
                     namespace: p.metadata.namespace.clone(),
                     name: p.metadata.name.clone().unwrap_or_default(),
                     labels: p.metadata.labels.clone(),
                     cells: vec![
                         json!(p.metadata.name),
-                        json!("1/1"),
-                        json!("Running"),
+                        json!(ready),
+                        json!(phase),
                         json!("0"),
                         json!(age),
                         json!(ip),
@@ -1221,6 +1304,12 @@ fn resource(
             None,
         );
     };
+    if matches!(res.plural, "namespaces" | "pods") && *method != Method::GET {
+        let mut inner = shared.lock();
+        if inner.owned.is_some() {
+            return owned::change(&mut inner, res, method, ns, name, sub, body);
+        }
+    }
     if let Some(sub) = sub {
         return status(
             StatusCode::NOT_FOUND,

@@ -242,54 +242,66 @@ impl Cluster {
     /// SCTP targets are not probed (no SCTP in this kernel): their cells are `None`.
     pub async fn probe(&self, targets: &[Target]) -> Result<Matrix, K8sError> {
         let n = self.workload.pods.len();
-        let mut per_source = Vec::new();
-        for from in 0..n {
-            let wanted: Vec<(usize, Target)> = targets
+        let runs = (0..n).map(|from| {
+            let wanted: Vec<(usize, SocketAddrV4, Protocol)> = targets
                 .iter()
                 .enumerate()
                 .filter(|(_, t)| t.pod != from && t.protocol != Protocol::Sctp)
-                .map(|(j, t)| (j, *t))
+                .map(|(j, t)| (j, SocketAddrV4::new(self.workload.pods[t.pod].ip, t.port), t.protocol))
                 .collect();
-            let ns = self.pod_ns[from].clone();
-            let kinds: Vec<Protocol> = wanted.iter().map(|(_, t)| t.protocol).collect();
-            // Sockets are made inside the source pod's namespace, then driven from here.
-            let sockets = tokio::task::spawn_blocking(move || {
-                netns::in_netns(&ns, move || {
-                    kinds
-                        .iter()
-                        .map(|p| {
-                            let ty = if *p == Protocol::Udp { Type::DGRAM } else { Type::STREAM };
-                            let s = Socket::new(Domain::IPV4, ty, None)?;
-                            s.set_nonblocking(true)?;
-                            Ok(s)
-                        })
-                        .collect::<std::io::Result<Vec<Socket>>>()
-                })
-            });
-            per_source.push((from, wanted, sockets));
-        }
-        let mut probes = Vec::new();
-        for (from, wanted, sockets) in per_source {
-            let sockets = sockets
-                .await
-                .map_err(|e| cluster_err(format!("probe task: {e}")))?
-                .map_err(cluster_err)?
-                .map_err(|e| cluster_err(format!("probe sockets: {e}")))?;
-            for ((j, t), socket) in wanted.into_iter().zip(sockets) {
-                let addr = SocketAddrV4::new(self.workload.pods[t.pod].ip, t.port);
-                let timeout = self.options.timeout;
-                probes.push(async move { (from, j, probe_one(socket, t.protocol, addr, timeout).await) });
+            async move {
+                let addrs: Vec<(SocketAddrV4, Protocol)> = wanted.iter().map(|(_, a, p)| (*a, *p)).collect();
+                let got = self.probe_from(from, &addrs).await;
+                (from, wanted, got)
             }
-        }
+        });
         let mut allowed = vec![vec![None; targets.len()]; n];
-        for (from, j, ok) in join_all(probes).await {
-            allowed[from][j] = Some(ok);
+        for (from, wanted, got) in join_all(runs).await {
+            for ((j, _, _), ok) in wanted.into_iter().zip(got?) {
+                allowed[from][j] = Some(ok);
+            }
         }
         Ok(Matrix {
             pods: (0..n).map(|i| self.workload.display_name(i)).collect(),
             targets: targets.to_vec(),
             allowed,
         })
+    }
+
+    /// Probes `addrs` from pod `from` with real connections, all at once: a TCP connect, or a
+    /// UDP request the listener answers. (The embedded API server's `pods/exec` answers the
+    /// kube driver's probe script with it.)
+    pub async fn probe_from(
+        &self,
+        from: usize,
+        addrs: &[(SocketAddrV4, Protocol)],
+    ) -> Result<Vec<bool>, K8sError> {
+        let ns = self.pod_ns.get(from).ok_or_else(|| cluster_err(format!("no pod {from}")))?.clone();
+        let kinds: Vec<Protocol> = addrs.iter().map(|(_, p)| *p).collect();
+        // Sockets are made inside the source pod's namespace, then driven from here.
+        let sockets = tokio::task::spawn_blocking(move || {
+            netns::in_netns(&ns, move || {
+                kinds
+                    .iter()
+                    .map(|p| {
+                        let ty = if *p == Protocol::Udp { Type::DGRAM } else { Type::STREAM };
+                        let s = Socket::new(Domain::IPV4, ty, None)?;
+                        s.set_nonblocking(true)?;
+                        Ok(s)
+                    })
+                    .collect::<std::io::Result<Vec<Socket>>>()
+            })
+        })
+        .await
+        .map_err(|e| cluster_err(format!("probe task: {e}")))?
+        .map_err(cluster_err)?
+        .map_err(|e| cluster_err(format!("probe sockets: {e}")))?;
+        let timeout = self.options.timeout;
+        let probes = addrs
+            .iter()
+            .zip(sockets)
+            .map(|((addr, protocol), socket)| probe_one(socket, *protocol, *addr, timeout));
+        Ok(join_all(probes).await)
     }
 
     /// Stops the listeners and deletes every namespace now (also done on drop).

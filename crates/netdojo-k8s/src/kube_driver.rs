@@ -456,8 +456,9 @@ impl KubeCluster {
         }
     }
 
-    /// The driver over a workload already deployed in the namespaces `map` names (the
-    /// embedded API server's tests use it: its pods cannot be created, only read). Teardown
+    /// The driver over a workload already deployed in the namespaces `map` names (the tests
+    /// of the embedded API server with a fixed workload use it: its pods cannot be created,
+    /// only read). Teardown
     /// deletes nothing: the driver created nothing.
     pub fn attach(client: Client, workload: Workload, map: NamespaceMap, options: KubeOptions) -> Self {
         Self { client, map, workload, options, created: Vec::new() }

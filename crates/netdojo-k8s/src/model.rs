@@ -95,6 +95,24 @@ pub struct Workload {
 /// The pod subnet of the embedded cluster (kind's default pod CIDR, one node).
 pub const POD_SUBNET: (Ipv4Addr, u8) = (Ipv4Addr::new(10, 244, 0, 0), 24);
 
+/// The container ports of a pod's spec; Err names the field at fault (`spec.containers[0].ports[1].protocol: ...`).
+pub fn pod_ports(pod: &Pod) -> Result<Vec<ContainerPort>, String> {
+    let mut ports = Vec::new();
+    for (c, container) in pod.spec.iter().flat_map(|s| s.containers.iter()).enumerate() {
+        for (p, port) in container.ports.iter().flatten().enumerate() {
+            let field = format!("spec.containers[{c}].ports[{p}]");
+            let number = u16::try_from(port.container_port)
+                .ok()
+                .filter(|n| *n > 0)
+                .ok_or_else(|| format!("{field}.containerPort: must be between 1 and 65535"))?;
+            let protocol = Protocol::parse(port.protocol.as_deref())
+                .ok_or_else(|| format!("{field}.protocol: supported values: \"SCTP\", \"TCP\", \"UDP\""))?;
+            ports.push(ContainerPort { name: port.name.clone(), port: number, protocol });
+        }
+    }
+    Ok(ports)
+}
+
 impl Workload {
     /// Adds a namespace (or its labels), with the label the API server sets on every one.
     pub fn add_namespace(&mut self, name: &str, labels: BTreeMap<String, String>) {
@@ -151,21 +169,8 @@ impl Workload {
                         K8sError::Workload(format!("{origin}: document {}: metadata.name is missing", i + 1))
                     })?;
                     let namespace = pod.metadata.namespace.clone().unwrap_or_else(|| "default".into());
-                    let mut ports = Vec::new();
-                    for (c, container) in pod.spec.iter().flat_map(|s| s.containers.iter()).enumerate() {
-                        for (p, port) in container.ports.iter().flatten().enumerate() {
-                            let field = format!("spec.containers[{c}].ports[{p}]");
-                            let number = u16::try_from(port.container_port).ok().filter(|n| *n > 0).ok_or_else(
-                                || K8sError::Workload(format!("{origin}: pod {name}: {field}.containerPort: must be between 1 and 65535")),
-                            )?;
-                            let protocol = Protocol::parse(port.protocol.as_deref()).ok_or_else(|| {
-                                K8sError::Workload(format!(
-                                    "{origin}: pod {name}: {field}.protocol: supported values: \"SCTP\", \"TCP\", \"UDP\""
-                                ))
-                            })?;
-                            ports.push(ContainerPort { name: port.name.clone(), port: number, protocol });
-                        }
-                    }
+                    let ports = pod_ports(&pod)
+                        .map_err(|e| K8sError::Workload(format!("{origin}: pod {name}: {e}")))?;
                     workload.add_pod(&namespace, &name, pod.metadata.labels.unwrap_or_default(), ports)?;
                 }
                 other => {

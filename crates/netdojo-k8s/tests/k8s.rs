@@ -1073,4 +1073,116 @@ mod apiserver {
         assert_eq!((s.code, s.reason.as_str()), (400, "BadRequest"), "{}", s.message);
         assert!(s.message.starts_with("unable to parse requirement: "), "{}", s.message);
     }
+
+    /// Whole episodes through the `kube` driver against a server with a cluster of its own:
+    /// the driver creates its namespace and the workload's pods (run by the embedded cluster),
+    /// adds the debug containers, creates the task's policies, probes by exec'ing its probe
+    /// script in every pod, and deletes its namespace. The oracle repairs every task, the
+    /// no-op agent none, and each episode's brief (the probed mismatches) and verdicts are the
+    /// in-process cluster's on the same task.
+    #[cfg(feature = "kube")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn kube_rs_driver_runs_whole_episodes_against_the_embedded_server() {
+        use std::sync::Arc;
+        use std::time::{Duration, Instant};
+
+        use k8s_openapi::api::core::v1::{Namespace, Pod};
+        use kube::api::{Api, AttachParams, ListParams, PostParams};
+        use netdojo_core::{Budget, Runner, TaskGenerator};
+        use netdojo_k8s::cluster::ProbeOptions;
+        use netdojo_k8s::kube_driver::{self, KubeOptions};
+        use netdojo_k8s::{K8sFactory, K8sGenerator};
+        use netdojo_scripted::{NoopFactory, OracleFactory};
+
+        let what = "kube_rs_driver_runs_whole_episodes_against_the_embedded_server";
+        if !super::cluster::root_or_skip(what) {
+            return;
+        }
+        let server = ApiServer::bind_local_cluster().expect("server");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let options = KubeOptions {
+            kubeconfig: Some(server.write_kubeconfig(dir.path()).expect("kubeconfig")),
+            // The server enforces a change before it answers: nothing to wait for.
+            settle: Duration::ZERO,
+            ready_timeout: Duration::from_secs(60),
+            ..Default::default()
+        };
+        let client = kube_driver::connect(&options).await.expect("connect");
+        let runner = |env: Arc<dyn netdojo_core::EnvironmentFactory>,
+                      agent: Arc<dyn netdojo_core::AgentFactory>| Runner {
+            env,
+            agent,
+            scorers: Arc::new(netdojo_score::repair_scorers()),
+            budget: Budget::default(),
+            concurrency: 1,
+        };
+        let kube_env: Arc<dyn netdojo_core::EnvironmentFactory> =
+            Arc::new(K8sFactory::kube(options.clone()).await.expect("kube factory"));
+        let embedded: Arc<dyn netdojo_core::EnvironmentFactory> = Arc::new(
+            K8sFactory::new(ProbeOptions::default()).expect("factory").with_kubectl(None).expect("subset"),
+        );
+        let metric = |record: &netdojo_core::EpisodeRecord, name: &str| {
+            record.metrics.iter().find(|m| m.name == name).map(|m| m.value.as_f64()).unwrap_or(f64::NAN)
+        };
+        let verdicts = |record: &netdojo_core::EpisodeRecord| {
+            ["correct", "safe", "safe_c4", "unproductive_changes"].map(|m| metric(record, m))
+        };
+        let started = Instant::now();
+        // One task of each of the 15 labels (faults::LABELS, by index): 60 episodes in all.
+        let tasks: Vec<u64> = (0..15).collect();
+        for &index in &tasks {
+            let task = K8sGenerator.generate(11, index).expect("task");
+            for (agent, correct) in [
+                (Arc::new(OracleFactory) as Arc<dyn netdojo_core::AgentFactory>, 1.0),
+                (Arc::new(NoopFactory), 0.0),
+            ] {
+                let (record, trajectory) = runner(kube_env.clone(), agent.clone()).run_episode(&task).await;
+                assert!(record.error.is_none(), "{}: {:?}", task.label, record.error);
+                assert_eq!(metric(&record, "correct"), correct, "{}: {:?}", task.label, trajectory.outcome);
+                let (reference, ref_trajectory) = runner(embedded.clone(), agent).run_episode(&task).await;
+                assert!(reference.error.is_none(), "{:?}", reference.error);
+                assert_eq!(verdicts(&record), verdicts(&reference), "{}", task.label);
+                assert_eq!(trajectory.brief, ref_trajectory.brief, "{}: the probed mismatches", task.label);
+            }
+        }
+        eprintln!(
+            "{what}: {} tasks, oracle and no-op, through the kube driver and in process: {:.1} s",
+            tasks.len(),
+            started.elapsed().as_secs_f64()
+        );
+        // Every namespace the driver made is gone, and with it the pods.
+        let namespaces: Api<Namespace> = Api::all(client.clone());
+        assert!(namespaces.list(&ListParams::default()).await.expect("namespaces").items.is_empty());
+
+        // What exec refuses: any command but the probe script, and a container the pod lacks.
+        namespaces
+            .create(&PostParams::default(), &kube_driver::namespace_object("probe", &Default::default()))
+            .await
+            .expect("namespace");
+        let w = boutique::workload().expect("workload");
+        let pods: Api<Pod> = Api::namespaced(client.clone(), "probe");
+        pods.create(&PostParams::default(), &kube_driver::pod_object(&w.pods[0], "probe", "agnhost"))
+            .await
+            .expect("pod");
+        let running = pods.get(&w.pods[0].name).await.expect("pod");
+        assert_eq!(running.status.and_then(|s| s.phase).as_deref(), Some("Running"));
+        for (command, container, message) in [
+            (vec!["id"], None, "runs no commands"),
+            (vec!["sh", "-c", "nc -z 10.244.0.3 80"], None, "runs no commands"),
+            (vec!["sh", "-c", "wait\n"], Some("nope"), "container nope is not valid for pod"),
+        ] {
+            let ap = AttachParams::default().stdin(false).stdout(true).stderr(false);
+            let ap = match container {
+                Some(c) => ap.container(c),
+                None => ap,
+            };
+            let Err(e) = pods.exec(&w.pods[0].name, command.clone(), &ap).await else {
+                panic!("{command:?} ran");
+            };
+            let kube::Error::Api(s) = &e else { panic!("{e}") };
+            assert_eq!((s.code, s.reason.as_str()), (400, "BadRequest"), "{}", s.message);
+            assert!(s.message.contains(message), "{}", s.message);
+        }
+        namespaces.delete("probe", &Default::default()).await.expect("delete");
+    }
 }
