@@ -4,7 +4,8 @@
 //! `configure` (dialects linux and frr), `show` (vtysh and the Linux read-only forms), `ping`,
 //! `traceroute` and `service` of an attacking episode, while a victim episode of the same task
 //! (a healthy control of the services lab) runs beside it. Every hostile call must be a failed
-//! step (`ok: false`), never an environment error (an errored episode). After every line: the
+//! step (`ok: false`), never an environment error (an errored episode). After every line that
+//! ran (a refused line runs nothing; the next check would see what it changed): the
 //! host (root namespace, /proc/sys, /tmp, /etc/frr, /root, /run/netns, processes) and the
 //! victim's namespaces are unchanged, and a read-only tool left the attacker's own router as it
 //! was; after every batch and at the end, the victim's health checks and FRR configurations are.
@@ -272,6 +273,9 @@ async fn corpus_through(via: Via, labs: &BTreeMap<String, Lab>) -> Vec<String> {
     let mut accepted = Vec::new();
     let mut last_score = victim_score;
     let mut last_sent = String::new();
+    // The attacker's own router as the read-only tools last left it; read again after a line
+    // that ran (a refused line ran nothing: a change it made would show after the next one).
+    let mut own_before = if via.read_only() { Some(own_state(&attacker).await) } else { None };
     for (n, case) in cases.iter().enumerate() {
         if case.host_irreversible && !irreversible {
             run.skip(case);
@@ -279,7 +283,6 @@ async fn corpus_through(via: Via, labs: &BTreeMap<String, Lab>) -> Vec<String> {
             let commands = case.fill(run.vars());
             let call = via.call(&commands);
             last_sent = commands.join("\n");
-            let before = if via.read_only() { Some(own_state(&attacker).await) } else { None };
             let outcome = match attacker.execute(&call).await {
                 Err(e) => Outcome::Errored(e.to_string()),
                 Ok(obs) => {
@@ -295,10 +298,14 @@ async fn corpus_through(via: Via, labs: &BTreeMap<String, Lab>) -> Vec<String> {
                 }
             };
             let mut own = Vec::new();
-            if let Some(before) = before
-                && own_state(&attacker).await != before
+            if let Some(before) = own_before.as_mut()
+                && !matches!(outcome, Outcome::Refused(_))
             {
-                own.push(format!("a read-only {} changed the attacker's own router", call.name));
+                let after = own_state(&attacker).await;
+                if after != *before {
+                    own.push(format!("a read-only {} changed the attacker's own router", call.name));
+                    *before = after;
+                }
             }
             run.judge(case, &last_sent, outcome, own);
         }
@@ -312,6 +319,12 @@ async fn corpus_through(via: Via, labs: &BTreeMap<String, Lab>) -> Vec<String> {
                 last_score = now;
             }
         }
+    }
+    // The read-only tools' last lines, if refused, were not followed by a look at the router.
+    if let (Some(before), Some(last)) = (own_before.as_ref(), cases.last())
+        && own_state(&attacker).await != *before
+    {
+        run.attribute(last, &last_sent, vec!["a read-only line changed the attacker's own router".into()]);
     }
     // The judge's last look (and its verdict) while both episodes still run: closed, the
     // victim's namespaces are gone, which is no escape. Should it fail, dropping the episodes

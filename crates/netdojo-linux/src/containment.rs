@@ -317,7 +317,10 @@ impl Run {
         }
         self.judged += 1;
         self.last = Some((case.clone(), sent.to_string()));
-        if self.check_host && self.judged.is_multiple_of(check_every()) {
+        // A refusal ran nothing, so the host is checked after the lines that ran: whatever a
+        // refused line could have changed would still be found by the next check (the next line
+        // that ran, the batch's, the end's), only blamed on a later line.
+        if self.check_host && !refused && self.judged.is_multiple_of(check_every()) {
             let started = Instant::now();
             host_checked = self.check();
             self.checking += started.elapsed();
