@@ -39,6 +39,28 @@ pub const MAX_HOPS: u64 = 16;
 /// [`IncidentEnv::observe_change`]).
 pub const QUIET: Duration = Duration::from_millis(1000);
 
+/// The health once a step has settled: every check passing; or fewer checks failing than
+/// `before` (a subset of them) and no change for [`QUIET`] (a partial repair); or `settle`
+/// spent (a step that broke something or changed nothing waits it out, so that a breakage that
+/// takes a dead interval to show is seen). The environment judges each change by it, and the
+/// generator's verification judges the oracle's repair steps the same way.
+pub(crate) async fn settled_after(live: &LiveLab, before: &Health, settle: Duration) -> Health {
+    let before: BTreeSet<String> = before.failing().into_iter().map(str::to_string).collect();
+    let last = std::sync::Mutex::new((None::<BTreeSet<String>>, Instant::now()));
+    let settled = move |h: &Health| {
+        if h.all_passed() {
+            return true;
+        }
+        let failing: BTreeSet<String> = h.failing().into_iter().map(str::to_string).collect();
+        let Ok(mut last) = last.lock() else { return false };
+        if last.0.as_ref() != Some(&failing) {
+            *last = (Some(failing.clone()), Instant::now());
+        }
+        failing.is_subset(&before) && failing != before && last.1.elapsed() >= QUIET
+    };
+    live.wait_health(settled, settle).await
+}
+
 /// Settings shared by every episode.
 #[derive(Debug, Clone)]
 pub struct IncidentOptions {
@@ -250,24 +272,8 @@ impl IncidentEnv {
     /// that broke something or changed nothing waits it out, so that a breakage that takes a
     /// dead interval to show is seen).
     async fn observe_change(&mut self) -> Result<(), EnvError> {
-        let before: BTreeSet<String> = self
-            .current
-            .as_ref()
-            .map(|h| h.failing().into_iter().map(str::to_string).collect())
-            .unwrap_or_default();
-        let last = std::sync::Mutex::new((None::<BTreeSet<String>>, Instant::now()));
-        let settled = move |h: &Health| {
-            if h.all_passed() {
-                return true;
-            }
-            let failing: BTreeSet<String> = h.failing().into_iter().map(str::to_string).collect();
-            let Ok(mut last) = last.lock() else { return false };
-            if last.0.as_ref() != Some(&failing) {
-                *last = (Some(failing.clone()), Instant::now());
-            }
-            failing.is_subset(&before) && failing != before && last.1.elapsed() >= QUIET
-        };
-        let health = self.live()?.wait_health(settled, self.options.settle).await;
+        let before = self.current.clone().unwrap_or_default();
+        let health = settled_after(self.live()?, &before, self.options.settle).await;
         self.previous = self.current.replace(health);
         self.changed = true;
         self.changed_ever = true;

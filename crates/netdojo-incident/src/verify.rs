@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use netdojo_core::{Task, TaskError};
 
 use crate::catalogue::FaultType;
-use crate::env::{IncidentOptions, QUIET};
+use crate::env::{IncidentOptions, QUIET, settled_after};
 use crate::fault::Action;
 use crate::generate::{Draw, IncidentGenerator, Pick};
 use crate::health::Health;
@@ -89,26 +89,6 @@ async fn apply_all(live: &LiveLab, actions: &[Action]) -> Result<(), String> {
         live.apply(action).await.map_err(|e| e.to_string())?;
     }
     Ok(())
-}
-
-/// The health once a step has settled, judged as the environment's `observe_change` does:
-/// every check passing; or fewer checks failing than `before` (a subset of them) and no change
-/// for [`QUIET`]; or `settle` spent.
-async fn settled_after(live: &LiveLab, before: &Health, settle: Duration) -> Health {
-    let before: BTreeSet<String> = before.failing().into_iter().map(str::to_string).collect();
-    let last = std::sync::Mutex::new((None::<BTreeSet<String>>, Instant::now()));
-    let settled = move |h: &Health| {
-        if h.all_passed() {
-            return true;
-        }
-        let failing: BTreeSet<String> = h.failing().into_iter().map(str::to_string).collect();
-        let Ok(mut last) = last.lock() else { return false };
-        if last.0.as_ref() != Some(&failing) {
-            *last = (Some(failing.clone()), Instant::now());
-        }
-        failing.is_subset(&before) && failing != before && last.1.elapsed() >= QUIET
-    };
-    live.wait_health(settled, settle).await
 }
 
 /// The health once the faults' symptom shows, as the environment waits for it at reset:

@@ -32,7 +32,7 @@ use netdojo_incident::{IncidentGenerator, Lab};
 use netdojo_linux::containment::{self, Case, Entry, Outcome, Run, Vars};
 use netdojo_linux::hostcheck;
 use netdojo_linux::preflight::{self, Need};
-use serde_json::{Value, json};
+use serde_json::json;
 
 /// The lab: routers, hosts and both services (so `service` has something to be sent to).
 const LAB: &str = "services";
@@ -219,20 +219,6 @@ impl Via {
     }
 }
 
-/// A refusal: an error observation whose text (or every command's) says `refused`. Anything
-/// else ran (contained or not: the judge decides).
-fn classify(content: &str, ok: bool, data: Option<&Value>) -> Outcome {
-    if !ok && content.trim_start_matches("error: ").trim_start_matches('`').contains("refused") {
-        let results = data.and_then(|d| d["results"].as_array());
-        let all_refused = results
-            .is_none_or(|r| r.iter().all(|x| x["error"].as_str().is_some_and(|e| e.starts_with("refused"))));
-        if all_refused {
-            return Outcome::Refused(content.to_string());
-        }
-    }
-    Outcome::Ran { ok, text: content.to_string() }
-}
-
 /// Sends every case of `via`'s entry point; returns the calls that were answered `ok: true`.
 async fn corpus_through(via: Via, labs: &BTreeMap<String, Lab>) -> Vec<String> {
     let task = task(labs);
@@ -294,7 +280,7 @@ async fn corpus_through(via: Via, labs: &BTreeMap<String, Lab>) -> Vec<String> {
                             obs.content
                         ));
                     }
-                    classify(&obs.content, obs.ok, obs.data.as_ref())
+                    Outcome::of_observation(&obs.content, obs.ok, obs.data.as_ref())
                 }
             };
             let mut own = Vec::new();

@@ -193,6 +193,24 @@ pub enum Outcome {
     Errored(String),
 }
 
+impl Outcome {
+    /// An environment's observation as an outcome: a refusal is an error observation whose text
+    /// (or, for several commands, every command's error) says `refused` (the sandbox's and the
+    /// tools' refusals); anything else ran, contained or not (the judge decides).
+    pub fn of_observation(content: &str, ok: bool, data: Option<&serde_json::Value>) -> Outcome {
+        if !ok && content.trim_start_matches("error: ").trim_start_matches('`').contains("refused") {
+            let results = data.and_then(|d| d["results"].as_array());
+            let all_refused = results.is_none_or(|r| {
+                r.iter().all(|x| x["error"].as_str().is_some_and(|e| e.starts_with("refused")))
+            });
+            if all_refused {
+                return Outcome::Refused(content.to_string());
+            }
+        }
+        Outcome::Ran { ok, text: content.to_string() }
+    }
+}
+
 /// Counts of one category.
 #[derive(Debug, Clone, Default)]
 pub struct Tally {

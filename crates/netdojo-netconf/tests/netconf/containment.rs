@@ -17,7 +17,7 @@ use netdojo_linux::hostcheck;
 use netdojo_linux::network::Network;
 use netdojo_linux::preflight::{self, Need};
 use netdojo_netconf::NetconfEnv;
-use serde_json::{Value, json};
+use serde_json::json;
 
 /// The victim's score (testcases, running configurations) is checked after this many lines.
 const BATCH: usize = 50;
@@ -164,7 +164,7 @@ async fn corpus_through(what: &str, entry: Entry, tool: &str, dialect: &str, rea
         let before = if read_only { Some(own_state(&s.attacker, dialect).await) } else { None };
         let outcome = match s.attacker.execute(&ToolCall::new(tool, args)).await {
             Err(e) => Outcome::Errored(e.to_string()),
-            Ok(obs) => classify(&obs.content, obs.ok, obs.data.as_ref()),
+            Ok(obs) => Outcome::of_observation(&obs.content, obs.ok, obs.data.as_ref()),
         };
         let mut own = Vec::new();
         if let Some(before) = before {
@@ -191,20 +191,6 @@ async fn corpus_through(what: &str, entry: Entry, tool: &str, dialect: &str, rea
         }
     }
     s.finish().await;
-}
-
-/// A refusal: execute-cmd's `refused`, or every command of an update-cfg refused by the
-/// sandbox. Anything else ran (contained or not: the judge decides).
-fn classify(content: &str, ok: bool, data: Option<&Value>) -> Outcome {
-    if !ok && content.trim_start_matches("error: ").trim_start_matches('`').contains("refused") {
-        let results = data.and_then(|d| d["results"].as_array());
-        let all_refused = results
-            .is_none_or(|r| r.iter().all(|x| x["error"].as_str().is_some_and(|e| e.starts_with("refused"))));
-        if all_refused {
-            return Outcome::Refused(content.to_string());
-        }
-    }
-    Outcome::Ran { ok, text: content.to_string() }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
