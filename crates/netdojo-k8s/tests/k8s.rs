@@ -470,6 +470,8 @@ mod apiserver {
         let Some(bin) = kubectl_or_skip("kubectl_reads_and_changes_policies_with_its_own_output") else {
             return;
         };
+        // Not beside the containment run: the host check watches /tmp, where this writes.
+        let _one = netdojo_linux::containment::exclusive().await;
         let server = server();
         let k = Kubectl::new(bin, &server);
         let ok = |args: &str, stdin: &str| {
@@ -614,6 +616,9 @@ mod apiserver {
         use netdojo_scripted::{NoopFactory, OracleFactory};
 
         let what = "the_oracle_and_the_noop_agent_through_the_real_kubectl";
+        // Not beside the containment run: the host check watches /tmp, where each episode
+        // writes its kubeconfig (a CI simulation took one for an escape).
+        let _one = netdojo_linux::containment::exclusive().await;
         if !super::cluster::root_or_skip(what) {
             return;
         }
