@@ -400,7 +400,7 @@ impl Frr {
 
     /// Read-only `show` commands answered as `vtysh -c C1 -c C2 ...` would print them (stdout then
     /// stderr, [`VtyshOutput::text`]), without a vtysh process when every command belongs to
-    /// one daemon ([`crate::vty::daemon_of_show`]): vtysh passes such a command to that daemon
+    /// one daemon ([`daemon_of_show`]): vtysh passes such a command to that daemon
     /// and prints its answer unchanged. Any other command, a daemon that cannot be reached, or
     /// an answer other than success or warning (vtysh would stop there) goes to vtysh itself,
     /// so the text is vtysh's either way. For netdojo's own trusted reads (testcases); what an
@@ -409,7 +409,7 @@ impl Frr {
         let direct = async {
             let mut text = String::new();
             for command in commands {
-                let daemon = crate::vty::daemon_of_show(command)?;
+                let daemon = daemon_of_show(command)?;
                 let mut answer = self.vty_raw(daemon, &[command.to_string()], timeout).await.ok()?;
                 let (status, out) = answer.pop()?;
                 // 0: success; 1: a warning such as `% Network not in table`, after which
@@ -781,6 +781,24 @@ fn chown_frr(dir: &Path) -> std::io::Result<()> {
 fn tail(text: &str, n: usize) -> String {
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// The one daemon that answers `command` when vtysh runs it, for the read-only `show` commands
+/// of a single daemon netdojo reads itself (routes, OSPF, BGP, RIP), spelled out in full: an
+/// abbreviation, a pipe (`| include`, which vtysh applies) or any other command is `None`,
+/// and goes to vtysh.
+pub fn daemon_of_show(command: &str) -> Option<&'static str> {
+    if command.contains(['|', '\0', '\n', '\r']) {
+        return None;
+    }
+    let words: Vec<&str> = command.split_ascii_whitespace().collect();
+    match words.as_slice() {
+        ["show", "ip" | "ipv6", "route", ..] => Some("zebra"),
+        ["show", "ip", "ospf", ..] => Some("ospfd"),
+        ["show", "ip", "bgp", ..] | ["show", "bgp", ..] => Some("bgpd"),
+        ["show", "ip", "rip"] | ["show", "ip", "rip", "status"] => Some("ripd"),
+        _ => None,
+    }
 }
 
 #[cfg(test)]

@@ -107,24 +107,6 @@ pub fn check_show_command(line: &str) -> Result<&str, VtyRefusal> {
     Ok(line)
 }
 
-/// The one daemon that answers `command` when vtysh runs it, for the read-only `show` commands
-/// of a single daemon netdojo reads itself (routes, OSPF, BGP, RIP), spelled out in full: an
-/// abbreviation, a pipe (`| include`, which vtysh applies) or any other command is `None`,
-/// and goes to vtysh.
-pub fn daemon_of_show(command: &str) -> Option<&'static str> {
-    if command.contains(['|', '\0', '\n', '\r']) {
-        return None;
-    }
-    let words: Vec<&str> = command.split_ascii_whitespace().collect();
-    match words.as_slice() {
-        ["show", "ip" | "ipv6", "route", ..] => Some("zebra"),
-        ["show", "ip", "ospf", ..] => Some("ospfd"),
-        ["show", "ip", "bgp", ..] | ["show", "bgp", ..] => Some("bgpd"),
-        ["show", "ip", "rip"] | ["show", "ip", "rip", "status"] => Some("ripd"),
-        _ => None,
-    }
-}
-
 fn refused(line: &str, words: &[&str]) -> Result<(), VtyRefusal> {
     let abbreviates = |word: &str, keyword: &str| {
         !word.is_empty() && keyword.starts_with(word.to_ascii_lowercase().as_str())
@@ -241,6 +223,7 @@ pub async fn apply_commands(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::frr::daemon_of_show;
 
     #[test]
     fn configuration_that_names_a_file_is_refused_in_every_spelling() {
