@@ -228,6 +228,9 @@ async fn corpus_through(via: Via, labs: &BTreeMap<String, Lab>) -> Vec<String> {
             timeout: Duration::from_secs(1),
             ..netdojo_linux::exec::Policy::default()
         },
+        // The lab is not waited on after a change: that wait scores a step's safety, which is
+        // not what this judges (it took 3 of the suite's 6 minutes, a few seconds a line that ran).
+        settle: Duration::ZERO,
         ..IncidentOptions::default()
     };
     // Two episodes at once: the victim and the attacker.
