@@ -424,6 +424,16 @@ fn not_found_path() -> Response {
     status(StatusCode::NOT_FOUND, "NotFound", "the server could not find the requested resource", None)
 }
 
+/// The answer to a request in a namespace that does not exist.
+fn namespace_not_found(ns: &str) -> Response {
+    status(
+        StatusCode::NOT_FOUND,
+        "NotFound",
+        format!("namespaces \"{ns}\" not found"),
+        Some(json!({"name": ns, "kind": "namespaces"})),
+    )
+}
+
 fn not_found(res: &Res, name: &str) -> Response {
     let qualified =
         if res.group.is_empty() { res.plural.to_string() } else { format!("{}.{}", res.plural, res.group) };
@@ -1392,12 +1402,7 @@ fn resource(
                 );
             };
             if !inner.workload.namespaces.contains_key(ns) {
-                return status(
-                    StatusCode::NOT_FOUND,
-                    "NotFound",
-                    format!("namespaces \"{ns}\" not found"),
-                    Some(json!({"name": ns, "kind": "namespaces"})),
-                );
+                return namespace_not_found(ns);
             }
             // A delete may carry its options in a `DeleteOptions` body (kube-rs does) rather
             // than the query; the API server reads both.

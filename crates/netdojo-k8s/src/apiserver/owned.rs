@@ -24,7 +24,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{Value, json};
 
-use super::{Inner, Res, Shared, bad_request, items, not_found, object_response, status};
+use super::{
+    Inner, Res, Shared, bad_request, items, namespace_not_found, not_found, object_response, status,
+};
 use crate::cluster::{Cluster, ProbeOptions};
 use crate::model::{POD_SUBNET, pod_ports};
 
@@ -203,12 +205,7 @@ pub(super) fn change(
                 );
             };
             if !inner.workload.namespaces.contains_key(ns) {
-                return status(
-                    StatusCode::NOT_FOUND,
-                    "NotFound",
-                    format!("namespaces \"{ns}\" not found"),
-                    Some(json!({"name": ns, "kind": "namespaces"})),
-                );
+                return namespace_not_found(ns);
             }
             if inner.workload.pod(ns, &name).is_some() {
                 return already_exists(res, &name);
