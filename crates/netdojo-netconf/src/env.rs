@@ -215,6 +215,17 @@ pub struct NetconfEnv {
     full_wait: bool,
 }
 
+/// The verdict round of the testcases: each testcase's result (`None`: not run) or error, and
+/// whether the verdict came before the convergence time was up (crate::quiet).
+struct Rounds {
+    results: Vec<Option<(bool, String)>>,
+    errors: Vec<Option<String>>,
+    early: bool,
+    /// Rounds run, and those cut short.
+    count: u32,
+    cut: u32,
+}
+
 /// How long an episode's phases took (the bench prints them; zero until the phase ran).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Phases {
@@ -237,6 +248,10 @@ pub struct Phases {
     /// Whether the testcases' verdict was given before the convergence time was up, the
     /// network being quiescent (crate::quiet).
     pub early_verdict: bool,
+    /// Rounds of testcases run, and how many of them were cut short at their first failing
+    /// testcase while the network was still moving.
+    pub rounds: u32,
+    pub cut_rounds: u32,
 }
 
 impl NetconfEnv {
@@ -370,6 +385,105 @@ impl NetconfEnv {
     /// run, which fails it.
     /// The third value says whether the verdict is free of clocks until `ahead` from now
     /// ([`crate::quiet::clock_invariant`]).
+    /// run-testcases: every round runs them all, until one round passes them all or the
+    /// network had time to converge; the last round is the verdict. A testcase that checks an
+    /// absence (a route filtered out) passes trivially before routing converges, so a pass
+    /// counts only together with the others, in the same round. A testcase that cannot run
+    /// fails like one that does not pass: the others still get their time to converge.
+    ///
+    /// A round that does not pass them all before the time is up also looks at the network:
+    /// once it is provably quiescent (crate::quiet, docs/netconf.md), the last round could only
+    /// repeat this one, and the verdict is given now. While the network is still moving (the
+    /// look after the previous round saw a one-shot timer pending or a state that changed), a
+    /// round stops at its first failing testcase: it can be neither the verdict (it does not
+    /// pass them all, and the quiescence rule counts only whole rounds) nor part of a quiet
+    /// span, so the rest of it (a ping that waits its whole timeout for a route not there yet)
+    /// would only delay the next round. A round cut short when the time is up is followed by a
+    /// whole one, the verdict.
+    async fn testcase_rounds(&self, config: &ConfigTask) -> Rounds {
+        let start = Instant::now();
+        let deadline = start + CONVERGENCE;
+        let mut watch = crate::quiet::Watch::default();
+        let routers: Vec<(&str, &Frr)> = config
+            .topology
+            .nodes
+            .iter()
+            .filter_map(|n| self.router(n).map(|frr| (n.as_str(), frr)))
+            .collect();
+        // Until a look says otherwise, the network is taken to be moving (the agent's last
+        // change may be a moment old).
+        let mut moving = !self.full_wait;
+        let mut previous: Option<crate::quiet::Probe> = None;
+        let (mut count, mut cut_count) = (0, 0);
+        loop {
+            let n = config.testcases.len();
+            let mut results: Vec<Option<(bool, String)>> = vec![None; n];
+            let mut errors: Vec<Option<String>> = vec![None; n];
+            let mut clock_free = true;
+            let mut cut = false;
+            let whole = !moving || start.elapsed() >= CONVERGENCE;
+            let ahead = deadline.saturating_duration_since(Instant::now());
+            for (i, tc) in config.testcases.iter().enumerate() {
+                let passed = match self.run_testcase(tc, &config.topology.nodes, ahead).await {
+                    Ok((pass, output, free)) => {
+                        results[i] = Some((pass, output));
+                        clock_free &= free;
+                        pass
+                    }
+                    Err(e) => {
+                        errors[i] = Some(e);
+                        false
+                    }
+                };
+                if !passed && !whole && i + 1 < n {
+                    cut = true;
+                    break;
+                }
+            }
+            count += 1;
+            cut_count += u32::from(cut);
+            let all_pass = results.iter().all(|r| r.as_ref().is_some_and(|(p, _)| *p));
+            tracing::debug!(
+                task = %self.task_id,
+                elapsed = ?start.elapsed(),
+                cut,
+                passed = ?results.iter().map(|r| r.as_ref().map(|(p, _)| *p)).collect::<Vec<_>>(),
+                "testcase round"
+            );
+            if all_pass || (!cut && start.elapsed() >= CONVERGENCE) {
+                return Rounds { results, errors, early: false, count, cut: cut_count };
+            }
+            if cut && start.elapsed() >= CONVERGENCE {
+                // The verdict is a whole round.
+                moving = false;
+                continue;
+            }
+            if self.full_wait {
+                tokio::time::sleep(Duration::from_millis(250)).await;
+                continue;
+            }
+            let probe = crate::quiet::probe(&routers).await;
+            let was_moving = moving;
+            moving = probe.moving(previous.as_ref(), deadline);
+            tracing::debug!(task = %self.task_id, moving, "look at the daemons");
+            previous = Some(probe.clone());
+            if cut {
+                // Not a whole round: no quiet span runs through it.
+                watch = crate::quiet::Watch::default();
+            } else {
+                let round =
+                    crate::quiet::Round { key: crate::quiet::round_key(&results, &errors), clock_free };
+                if watch.quiet(round, probe, deadline) {
+                    return Rounds { results, errors, early: true, count, cut: cut_count };
+                }
+            }
+            // A cut round costs a few socket reads: the next one comes soon, so that the verdict
+            // follows convergence closely; whole rounds (pings, vtysh) keep their pace.
+            let pause = if was_moving && moving { 25 } else { 250 };
+            tokio::time::sleep(Duration::from_millis(pause)).await;
+        }
+    }
+
     async fn run_testcase(
         &self,
         tc: &Testcase,
@@ -875,61 +989,26 @@ impl Environment for NetconfEnv {
 
     async fn evaluate(&mut self, task: &Task, _answer: Option<&Value>) -> Result<Outcome, EnvError> {
         let config = config_of(task)?;
-        // export-final-cfg
-        let export_start = Instant::now();
         self.phases.early_verdict = false;
-        let (finals, finals_linux) = self.export().await?;
-        self.phases.export = export_start.elapsed();
-        // run-testcases: every round runs them all, until one round passes them all or the
-        // network had time to converge; the last round is the verdict. A testcase that checks
-        // an absence (a route filtered out) passes trivially before routing converges, so a
-        // pass counts only together with the others, in the same round. A testcase that cannot
-        // run fails like one that does not pass: the others still get their time to converge.
-        // A round that does not pass them all before the time is up also looks at the network:
-        // once it is provably quiescent (crate::quiet, docs/netconf.md), the last round could
-        // only repeat this one, and the verdict is given now.
-        let start = Instant::now();
-        let deadline = start + CONVERGENCE;
-        let mut watch = crate::quiet::Watch::default();
-        let mut results: Vec<Option<(bool, String)>>;
-        let mut errors: Vec<Option<String>>;
-        loop {
-            results = vec![None; config.testcases.len()];
-            errors = vec![None; config.testcases.len()];
-            let mut clock_free = true;
-            let ahead = deadline.saturating_duration_since(Instant::now());
-            for (i, tc) in config.testcases.iter().enumerate() {
-                match self.run_testcase(tc, &config.topology.nodes, ahead).await {
-                    Ok((pass, output, free)) => {
-                        results[i] = Some((pass, output));
-                        clock_free &= free;
-                    }
-                    Err(e) => errors[i] = Some(e),
-                }
-            }
-            let all_pass = results.iter().all(|r| r.as_ref().is_some_and(|(p, _)| *p));
-            if all_pass || start.elapsed() >= CONVERGENCE {
-                break;
-            }
-            if self.full_wait {
-                tokio::time::sleep(Duration::from_millis(250)).await;
-                continue;
-            }
-            let routers: Vec<(&str, &Frr)> = config
-                .topology
-                .nodes
-                .iter()
-                .filter_map(|n| self.router(n).map(|frr| (n.as_str(), frr)))
-                .collect();
-            let probe = crate::quiet::probe(&routers).await;
-            let round = crate::quiet::Round { key: crate::quiet::round_key(&results, &errors), clock_free };
-            if watch.quiet(round, probe, deadline) {
-                self.phases.early_verdict = true;
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(250)).await;
-        }
-        self.phases.testcases = start.elapsed();
+        // export-final-cfg and run-testcases at once: both only read (configurations on one
+        // side, routes and pings on the other), and the configuration no longer changes.
+        let export = async {
+            let t = Instant::now();
+            let finals = self.export().await;
+            (finals, t.elapsed())
+        };
+        let ((finals, export_time), (rounds, testcase_time)) = tokio::join!(export, async {
+            let t = Instant::now();
+            let rounds = self.testcase_rounds(config).await;
+            (rounds, t.elapsed())
+        });
+        let (finals, finals_linux) = finals?;
+        let Rounds { results, errors, early, count, cut } = rounds;
+        self.phases.export = export_time;
+        self.phases.testcases = testcase_time;
+        self.phases.early_verdict = early;
+        self.phases.rounds = count;
+        self.phases.cut_rounds = cut;
         let command_score = self.command_score(config, &finals, &finals_linux)?;
         let mut checks = Vec::new();
         let mut testcase_results = Vec::new();

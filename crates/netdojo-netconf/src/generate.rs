@@ -17,7 +17,15 @@ use crate::env::ENV;
 /// The intents the generator draws, by index.
 pub const LABELS: [(&str, u8); 2] = [("static", 1), ("ospf", 2)];
 
-const P2P: &str = " ip ospf network point-to-point\n ip ospf dead-interval minimal hello-multiplier 4\n";
+/// Every OSPF link: point-to-point, hellos every 100 ms, a neighbour dead after 1 s.
+const P2P: &str = " ip ospf network point-to-point\n ip ospf dead-interval minimal hello-multiplier 10\n";
+
+/// An OSPF task's routers start with an OSPF instance that has fast timers and nothing else: no
+/// delay or hold before an SPF run, no wait between LSA originations, no minimum LSA arrival
+/// interval (FRR's defaults hold SPF runs up to 5 s and drop an LSA arriving within 1 s of the
+/// previous copy). The agent's part, as in the seed's tasks, is the router ID and the networks.
+const OSPF_TIMERS: &str =
+    "router ospf\n timers throttle spf 0 0 0\n timers throttle lsa all 0\n timers lsa min-arrival 0\nexit\n";
 
 #[derive(Debug, Clone, Default)]
 pub struct NetconfGenerator;
@@ -98,6 +106,9 @@ impl NetconfGenerator {
                 cfg.push_str("exit\n");
             }
             cfg.push_str(&format!("interface lo\n ip address {}/32\nexit\n", lo(r)));
+            if ospf {
+                cfg.push_str(OSPF_TIMERS);
+            }
             startup.insert(name(r), cfg);
         }
 
@@ -114,12 +125,7 @@ impl NetconfGenerator {
         let mut ground_truth = std::collections::BTreeMap::new();
         let (intents, reasoning) = if ospf {
             for r in 0..n {
-                let mut cmds = vec![
-                    "router ospf".to_string(),
-                    format!(" ospf router-id {}", lo(r)),
-                    " timers throttle lsa all 0".to_string(),
-                    " timers lsa min-arrival 0".to_string(),
-                ];
+                let mut cmds = vec!["router ospf".to_string(), format!(" ospf router-id {}", lo(r))];
                 for l in ifs_of(r) {
                     cmds.push(format!(" network 10.0.{}.0/30 area 0", l.net));
                 }

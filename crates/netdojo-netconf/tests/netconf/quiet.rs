@@ -104,3 +104,39 @@ async fn a_failing_episodes_early_verdict_is_the_verdict_of_the_whole_wait() {
     assert_eq!(early.export["command_score"], full.export["command_score"]);
     env.close().await.expect("close");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn rounds_lost_while_routing_converges_are_cut_short_and_the_verdict_round_is_whole() {
+    if !ready("rounds cut short") {
+        return;
+    }
+    // The oracle's configuration, evaluated at once: OSPF has not converged at the first round,
+    // whose show fails; the ping after it would wait its whole timeout for a route not there.
+    let (mut env, task) = started("ospf-single-area").await;
+    let netdojo_core::TaskKind::Config(config) = &task.kind else { panic!("a configuration task") };
+    for (device, commands) in &config.ground_truth_configs {
+        let call: netdojo_core::ToolCall = serde_json::from_value(serde_json::json!({
+            "name": "update-cfg", "arguments": {"device": device, "commands": commands}
+        }))
+        .expect("call");
+        let obs = env.execute(&call).await.expect("execute");
+        assert!(obs.ok, "{device}: {}", obs.content);
+    }
+    let outcome = env.evaluate(&task, None).await.expect("evaluate");
+    let phases = env.phases();
+    assert!(outcome.solved(), "{:?}", outcome.checks);
+    assert!(phases.cut_rounds >= 1 && phases.rounds > phases.cut_rounds, "{phases:?}");
+    // The verdict is a whole round: every testcase ran in it.
+    for check in &outcome.checks {
+        assert_ne!(check.detail, "not run", "{}", check.name);
+    }
+    // A failing episode's verdict too, cut rounds before it or not.
+    let (mut env2, task2) = started("ospf-single-area").await;
+    let failing = env2.evaluate(&task2, None).await.expect("evaluate");
+    assert!(!failing.solved());
+    for check in &failing.checks {
+        assert_ne!(check.detail, "not run", "{}", check.name);
+    }
+    env.close().await.expect("close");
+    env2.close().await.expect("close");
+}
