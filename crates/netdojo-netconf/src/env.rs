@@ -221,9 +221,9 @@ struct Rounds {
     results: Vec<Option<(bool, String)>>,
     errors: Vec<Option<String>>,
     early: bool,
-    /// Rounds run, and those cut short.
+    /// Rounds started, and those abandoned.
     count: u32,
-    cut: u32,
+    abandoned: u32,
 }
 
 /// How long an episode's phases took (the bench prints them; zero until the phase ran).
@@ -248,10 +248,10 @@ pub struct Phases {
     /// Whether the testcases' verdict was given before the convergence time was up, the
     /// network being quiescent (crate::quiet).
     pub early_verdict: bool,
-    /// Rounds of testcases run, and how many of them were cut short at their first failing
-    /// testcase while the network was still moving.
+    /// Rounds of testcases started, and how many of them were abandoned for a new one when
+    /// the testcases a daemon answers all passed while the round waited on the others.
     pub rounds: u32,
-    pub cut_rounds: u32,
+    pub abandoned_rounds: u32,
 }
 
 impl NetconfEnv {
@@ -393,14 +393,16 @@ impl NetconfEnv {
     ///
     /// A round that does not pass them all before the time is up also looks at the network:
     /// once it is provably quiescent (crate::quiet, docs/netconf.md), the last round could only
-    /// repeat this one, and the verdict is given now. While the network is still moving (the
-    /// look after the previous round saw a one-shot timer pending or a state that changed), a
-    /// round stops at its first failing testcase: it can be neither the verdict (it does not
-    /// pass them all, and the quiescence rule counts only whole rounds) nor part of a quiet
-    /// span, so the rest of it (a ping that waits its whole timeout for a route not there yet)
-    /// would only delay the next round. A round cut short when the time is up is followed by a
-    /// whole one, the verdict.
+    /// repeat this one, and the verdict is given now.
+    ///
+    /// While a round runs, the testcases that a daemon answers from its socket (`show`s of
+    /// one daemon, route checks) are looked at again every 25 ms, once one of them has failed
+    /// in the round: when they all pass, the round (a ping waiting its whole timeout for a
+    /// route that was not there when it started) is abandoned and a new one starts at once. An
+    /// abandoned round is neither a verdict nor part of a quiet span; every verdict is a round
+    /// in which every testcase ran. After the convergence time, rounds are never abandoned.
     async fn testcase_rounds(&self, config: &ConfigTask) -> Rounds {
+        use std::sync::atomic::{AtomicBool, Ordering};
         let start = Instant::now();
         let deadline = start + CONVERGENCE;
         let mut watch = crate::quiet::Watch::default();
@@ -410,78 +412,102 @@ impl NetconfEnv {
             .iter()
             .filter_map(|n| self.router(n).map(|frr| (n.as_str(), frr)))
             .collect();
-        // Until a look says otherwise, the network is taken to be moving (the agent's last
-        // change may be a moment old).
-        let mut moving = !self.full_wait;
-        let mut previous: Option<crate::quiet::Probe> = None;
-        let (mut count, mut cut_count) = (0, 0);
+        let cheap: Vec<bool> = config.testcases.iter().map(|tc| self.answered_by_a_daemon(tc)).collect();
+        let (mut count, mut abandoned) = (0, 0);
         loop {
             let n = config.testcases.len();
-            let mut results: Vec<Option<(bool, String)>> = vec![None; n];
-            let mut errors: Vec<Option<String>> = vec![None; n];
-            let mut clock_free = true;
-            let mut cut = false;
-            let whole = !moving || start.elapsed() >= CONVERGENCE;
+            // Whether a testcase answered by a daemon failed in this round.
+            let cheap_failed = AtomicBool::new(false);
             let ahead = deadline.saturating_duration_since(Instant::now());
-            for (i, tc) in config.testcases.iter().enumerate() {
-                let passed = match self.run_testcase(tc, &config.topology.nodes, ahead).await {
-                    Ok((pass, output, free)) => {
-                        results[i] = Some((pass, output));
-                        clock_free &= free;
-                        pass
+            let round = async {
+                let mut results: Vec<Option<(bool, String)>> = vec![None; n];
+                let mut errors: Vec<Option<String>> = vec![None; n];
+                let mut clock_free = true;
+                for (i, tc) in config.testcases.iter().enumerate() {
+                    let passed = match self.run_testcase(tc, &config.topology.nodes, ahead).await {
+                        Ok((pass, output, free)) => {
+                            results[i] = Some((pass, output));
+                            clock_free &= free;
+                            pass
+                        }
+                        Err(e) => {
+                            errors[i] = Some(e);
+                            false
+                        }
+                    };
+                    if !passed && cheap[i] {
+                        cheap_failed.store(true, Ordering::Relaxed);
                     }
-                    Err(e) => {
-                        errors[i] = Some(e);
-                        false
-                    }
-                };
-                if !passed && !whole && i + 1 < n {
-                    cut = true;
-                    break;
                 }
-            }
+                (results, errors, clock_free)
+            };
+            let look = async {
+                if start.elapsed() >= CONVERGENCE || !cheap.contains(&true) {
+                    return std::future::pending().await;
+                }
+                loop {
+                    tokio::time::sleep(Duration::from_millis(25)).await;
+                    if cheap_failed.load(Ordering::Relaxed) && self.cheap_pass(config, &cheap, ahead).await {
+                        return;
+                    }
+                }
+            };
             count += 1;
-            cut_count += u32::from(cut);
+            let finished = tokio::select! {
+                biased;
+                r = round => Some(r),
+                () = look => None,
+            };
+            let Some((results, errors, clock_free)) = finished else {
+                abandoned += 1;
+                tracing::debug!(task = %self.task_id, elapsed = ?start.elapsed(), "testcase round abandoned");
+                continue;
+            };
             let all_pass = results.iter().all(|r| r.as_ref().is_some_and(|(p, _)| *p));
             tracing::debug!(
                 task = %self.task_id,
                 elapsed = ?start.elapsed(),
-                cut,
-                passed = ?results.iter().map(|r| r.as_ref().map(|(p, _)| *p)).collect::<Vec<_>>(),
+                passed = ?results.iter().map(|r| r.as_ref().is_some_and(|(p, _)| *p)).collect::<Vec<_>>(),
                 "testcase round"
             );
-            if all_pass || (!cut && start.elapsed() >= CONVERGENCE) {
-                return Rounds { results, errors, early: false, count, cut: cut_count };
-            }
-            if cut && start.elapsed() >= CONVERGENCE {
-                // The verdict is a whole round.
-                moving = false;
-                continue;
+            if all_pass || start.elapsed() >= CONVERGENCE {
+                return Rounds { results, errors, early: false, count, abandoned };
             }
             if self.full_wait {
                 tokio::time::sleep(Duration::from_millis(250)).await;
                 continue;
             }
             let probe = crate::quiet::probe(&routers).await;
-            let was_moving = moving;
-            moving = probe.moving(previous.as_ref(), deadline);
-            tracing::debug!(task = %self.task_id, moving, "look at the daemons");
-            previous = Some(probe.clone());
-            if cut {
-                // Not a whole round: no quiet span runs through it.
-                watch = crate::quiet::Watch::default();
-            } else {
-                let round =
-                    crate::quiet::Round { key: crate::quiet::round_key(&results, &errors), clock_free };
-                if watch.quiet(round, probe, deadline) {
-                    return Rounds { results, errors, early: true, count, cut: cut_count };
-                }
+            let round = crate::quiet::Round { key: crate::quiet::round_key(&results, &errors), clock_free };
+            if watch.quiet(round, probe, deadline) {
+                return Rounds { results, errors, early: true, count, abandoned };
             }
-            // A cut round costs a few socket reads: the next one comes soon, so that the verdict
-            // follows convergence closely; whole rounds (pings, vtysh) keep their pace.
-            let pause = if was_moving && moving { 25 } else { 250 };
-            tokio::time::sleep(Duration::from_millis(pause)).await;
+            tokio::time::sleep(Duration::from_millis(250)).await;
         }
+    }
+
+    /// Whether a testcase is answered by a daemon's socket alone (crate::env's rounds look at
+    /// such testcases between rounds): a route check, or `show` commands of one daemon each
+    /// (netdojo-linux's `daemon_of_show`) on an FRR-style task.
+    fn answered_by_a_daemon(&self, tc: &Testcase) -> bool {
+        if tc.dialect.as_deref().unwrap_or("frr") != "frr" {
+            return false;
+        }
+        if tc.commands.is_empty() {
+            return tc.expected_result.is_some();
+        }
+        self.ios.is_none() && tc.commands.iter().all(|c| netdojo_linux::frr::daemon_of_show(c).is_some())
+    }
+
+    /// Whether every testcase answered by a daemon passes now.
+    async fn cheap_pass(&self, config: &ConfigTask, cheap: &[bool], ahead: Duration) -> bool {
+        for (tc, _) in config.testcases.iter().zip(cheap).filter(|(_, c)| **c) {
+            match self.run_testcase(tc, &config.topology.nodes, ahead).await {
+                Ok((true, _, _)) => {}
+                _ => return false,
+            }
+        }
+        true
     }
 
     async fn run_testcase(
@@ -1003,12 +1029,12 @@ impl Environment for NetconfEnv {
             (rounds, t.elapsed())
         });
         let (finals, finals_linux) = finals?;
-        let Rounds { results, errors, early, count, cut } = rounds;
+        let Rounds { results, errors, early, count, abandoned } = rounds;
         self.phases.export = export_time;
         self.phases.testcases = testcase_time;
         self.phases.early_verdict = early;
         self.phases.rounds = count;
-        self.phases.cut_rounds = cut;
+        self.phases.abandoned_rounds = abandoned;
         let command_score = self.command_score(config, &finals, &finals_linux)?;
         let mut checks = Vec::new();
         let mut testcase_results = Vec::new();

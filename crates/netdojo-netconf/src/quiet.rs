@@ -114,14 +114,6 @@ impl Probe {
                     && (!t.function.starts_with("ospf_ls_") || self.ospf_lists_empty))
         })
     }
-
-    /// Whether the network is still moving: a read failed, a one-shot or unknown timer is
-    /// pending before `deadline` (an SPF run, an advertisement), or the state is not the one
-    /// `before` read. No quiet span can end at such a look (rule 2 or 3 fails), so a round next
-    /// to it is worth running whole only if it passes (crate::env's rounds cut the others short).
-    pub fn moving(&self, before: Option<&Probe>, deadline: Instant) -> bool {
-        self.state.is_none() || before.is_none_or(|b| b.state != self.state) || !self.timers_known(deadline)
-    }
 }
 
 /// Reads every router's daemons (their vty sockets, no process started).
@@ -376,48 +368,6 @@ pub fn round_key(results: &[Option<(bool, String)>], errors: &[Option<String>]) 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_network_moves_while_a_one_shot_timer_is_pending_or_its_state_changes() {
-        let now = Instant::now();
-        let deadline = now + Duration::from_secs(10);
-        let timer = |function: &str, ms: u64| Timer {
-            router: "R1".into(),
-            daemon: "ospfd",
-            function: function.into(),
-            due: now + Duration::from_millis(ms),
-        };
-        let probe = |state: Option<&str>, timers: Vec<Timer>| Probe {
-            at: now,
-            state: state.map(str::to_string),
-            timers,
-            ospf_lists_empty: true,
-        };
-        let steady =
-            probe(Some("a"), vec![timer("ospf_hello_timer", 80), timer("ospf_lsa_maxage_walker", 900)]);
-        let before = probe(Some("a"), vec![]);
-        assert!(!steady.moving(Some(&before), deadline));
-        // No earlier look: nothing says the state stands still.
-        assert!(steady.moving(None, deadline));
-        // The state changed since the last look.
-        assert!(steady.moving(Some(&probe(Some("b"), vec![])), deadline));
-        // A read failed.
-        assert!(probe(None, vec![]).moving(Some(&before), deadline));
-        // An SPF run pending; the same timer due after the deadline does not count.
-        assert!(
-            probe(Some("a"), vec![timer("ospf_spf_calculate_schedule_worker", 5)])
-                .moving(Some(&before), deadline)
-        );
-        assert!(
-            !probe(Some("a"), vec![timer("ospf_spf_calculate_schedule_worker", 20_000)])
-                .moving(Some(&before), deadline)
-        );
-        // A retransmission timer is a no-op only while every neighbour's lists are empty.
-        let mut retransmit = probe(Some("a"), vec![timer("ospf_ls_upd_timer", 5)]);
-        assert!(!retransmit.moving(Some(&before), deadline));
-        retransmit.ospf_lists_empty = false;
-        assert!(retransmit.moving(Some(&before), deadline));
-    }
 
     #[test]
     fn thread_timers_parse() {

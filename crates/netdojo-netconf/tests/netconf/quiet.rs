@@ -106,12 +106,12 @@ async fn a_failing_episodes_early_verdict_is_the_verdict_of_the_whole_wait() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn rounds_lost_while_routing_converges_are_cut_short_and_the_verdict_round_is_whole() {
-    if !ready("rounds cut short") {
+async fn a_round_waiting_on_a_ping_is_abandoned_once_the_routes_are_there_and_the_verdict_round_is_whole() {
+    if !ready("abandoned rounds") {
         return;
     }
     // The oracle's configuration, evaluated at once: OSPF has not converged at the first round,
-    // whose show fails; the ping after it would wait its whole timeout for a route not there.
+    // whose shows fail; its ping waits its whole timeout for a route that is not there.
     let (mut env, task) = started("ospf-single-area").await;
     let netdojo_core::TaskKind::Config(config) = &task.kind else { panic!("a configuration task") };
     for (device, commands) in &config.ground_truth_configs {
@@ -125,12 +125,12 @@ async fn rounds_lost_while_routing_converges_are_cut_short_and_the_verdict_round
     let outcome = env.evaluate(&task, None).await.expect("evaluate");
     let phases = env.phases();
     assert!(outcome.solved(), "{:?}", outcome.checks);
-    assert!(phases.cut_rounds >= 1 && phases.rounds > phases.cut_rounds, "{phases:?}");
+    assert!(phases.abandoned_rounds >= 1 && phases.rounds > phases.abandoned_rounds, "{phases:?}");
     // The verdict is a whole round: every testcase ran in it.
     for check in &outcome.checks {
         assert_ne!(check.detail, "not run", "{}", check.name);
     }
-    // A failing episode's verdict too, cut rounds before it or not.
+    // A failing episode's verdict too.
     let (mut env2, task2) = started("ospf-single-area").await;
     let failing = env2.evaluate(&task2, None).await.expect("evaluate");
     assert!(!failing.solved());
