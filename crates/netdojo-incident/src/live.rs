@@ -172,7 +172,7 @@ impl LiveLab {
         })?;
         live.times.services = t.elapsed();
         let t = Instant::now();
-        let (health, last) = live.wait_health_timed(Health::all_passed, convergence).await;
+        let (health, last) = live.wait_converged(convergence).await;
         live.times.health = last;
         if !health.all_passed() {
             return Err(IncidentError::NotHealthy {
@@ -293,6 +293,31 @@ impl LiveLab {
             let health = health::run_all(&self.network, &self.lab, &self.book, Patience::POLL).await;
             tracing::debug!(lab = %self.lab.name, elapsed = ?start.elapsed(), failing = %health.describe_failing(), "health round");
             if want(&health) || start.elapsed() >= timeout {
+                return (health, round.elapsed());
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// [`wait_health_timed`](Self::wait_health_timed) until every check passes, looking at the
+    /// routers' own state first ([`health::run_state`]): a round of every check runs only once
+    /// that passes, so the wait follows the protocols every few milliseconds instead of every
+    /// probe timeout. The health returned is always a whole round.
+    async fn wait_converged(&self, timeout: Duration) -> (Health, Duration) {
+        let start = Instant::now();
+        loop {
+            if let Some(state) = health::run_state(&self.network, &self.lab, &self.book).await
+                && !state.all_passed()
+                && start.elapsed() < timeout
+            {
+                tracing::debug!(lab = %self.lab.name, elapsed = ?start.elapsed(), failing = %state.describe_failing(), "state round");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
+            }
+            let round = Instant::now();
+            let health = health::run_all(&self.network, &self.lab, &self.book, Patience::POLL).await;
+            tracing::debug!(lab = %self.lab.name, elapsed = ?start.elapsed(), failing = %health.describe_failing(), "health round");
+            if health.all_passed() || start.elapsed() >= timeout {
                 return (health, round.elapsed());
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
