@@ -146,6 +146,23 @@ pub async fn run_all(network: &Network, lab: &Lab, book: &AddressBook, patience:
     Health { results: futures::future::join_all(runs).await }
 }
 
+/// Runs the checks that read a router's own state (adjacencies, sessions, routes: answers on
+/// its daemons' vty sockets, microseconds each) and none of those that send packets; `None`
+/// when the lab has none. While one of these fails the lab has not converged, and a round of
+/// probes, each waiting out its patience for a reply that cannot come, would only slow the
+/// next look.
+pub async fn run_state(network: &Network, lab: &Lab, book: &AddressBook) -> Option<Health> {
+    let state = |c: &&Check| {
+        matches!(c, Check::Ospf { .. } | Check::Ospf6 { .. } | Check::Bgp { .. } | Check::Route { .. })
+    };
+    let runs: Vec<_> =
+        lab.checks.iter().filter(state).map(|c| run(network, book, c, Patience::POLL)).collect();
+    if runs.is_empty() {
+        return None;
+    }
+    Some(Health { results: futures::future::join_all(runs).await })
+}
+
 /// Runs one check.
 pub async fn run(network: &Network, book: &AddressBook, check: &Check, patience: Patience) -> CheckResult {
     let (passed, detail) = match evaluate(network, book, check, patience).await {

@@ -172,7 +172,7 @@ impl LiveLab {
         })?;
         live.times.services = t.elapsed();
         let t = Instant::now();
-        let (health, last) = live.wait_health_timed(Health::all_passed, convergence).await;
+        let (health, last) = live.wait_converged(convergence).await;
         live.times.health = last;
         if !health.all_passed() {
             return Err(IncidentError::NotHealthy {
@@ -186,12 +186,48 @@ impl LiveLab {
         Ok(live)
     }
 
-    /// Applies routers' startup configurations (those deferred until after the `linux` lines).
+    /// Applies routers' startup configurations (those deferred until after the `linux` lines),
+    /// a BGP router's with [`BGP_RELEASE`] after it.
     async fn configure(&self, configs: &[(String, String)]) -> Result<(), IncidentError> {
         let applies = configs.iter().map(|(router, config)| async move {
-            self.apply(&Action::Vtysh { device: router.clone(), lines: vec![config.clone()] }).await
+            let release = releases_bgp_at_once(config);
+            let mut lines = vec![config.clone()];
+            if release {
+                lines.extend(BGP_RELEASE.iter().map(|l| l.to_string()));
+            }
+            self.apply(&Action::Vtysh { device: router.clone(), lines }).await?;
+            if release {
+                self.flush_route_maps(router).await?;
+            }
+            Ok::<_, IncidentError>(())
         });
         futures::future::try_join_all(applies).await?;
+        Ok(())
+    }
+
+    /// Has bgpd apply its route-map changes now rather than when the route-map update timer
+    /// fires (a second after [`BGP_RELEASE`] armed it): until then its update groups hold their
+    /// announcements. `bgp route-map delay-timer 0` runs a pending update at once
+    /// (bgp_vty.c); the timer is then set back to the lab's 1 s. Sent on bgpd's own vty socket
+    /// (no vtysh process).
+    async fn flush_route_maps(&self, router: &str) -> Result<(), IncidentError> {
+        let frr = self
+            .network
+            .frr(router)
+            .ok_or_else(|| IncidentError::NotRouter { lab: self.lab.name.clone(), node: router.into() })?;
+        let lines = [
+            "enable",
+            "configure terminal",
+            "bgp route-map delay-timer 0",
+            "bgp route-map delay-timer 1",
+            "end",
+        ]
+        .map(String::from);
+        frr.vty("bgpd", &lines, Duration::from_secs(5)).await.map_err(|source| IncidentError::Frr {
+            lab: self.lab.name.clone(),
+            device: router.into(),
+            source,
+        })?;
         Ok(())
     }
 
@@ -257,6 +293,31 @@ impl LiveLab {
             let health = health::run_all(&self.network, &self.lab, &self.book, Patience::POLL).await;
             tracing::debug!(lab = %self.lab.name, elapsed = ?start.elapsed(), failing = %health.describe_failing(), "health round");
             if want(&health) || start.elapsed() >= timeout {
+                return (health, round.elapsed());
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// [`wait_health_timed`](Self::wait_health_timed) until every check passes, looking at the
+    /// routers' own state first ([`health::run_state`]): a round of every check runs only once
+    /// that passes, so the wait follows the protocols every few milliseconds instead of every
+    /// probe timeout. The health returned is always a whole round.
+    async fn wait_converged(&self, timeout: Duration) -> (Health, Duration) {
+        let start = Instant::now();
+        loop {
+            if let Some(state) = health::run_state(&self.network, &self.lab, &self.book).await
+                && !state.all_passed()
+                && start.elapsed() < timeout
+            {
+                tracing::debug!(lab = %self.lab.name, elapsed = ?start.elapsed(), failing = %state.describe_failing(), "state round");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
+            }
+            let round = Instant::now();
+            let health = health::run_all(&self.network, &self.lab, &self.book, Patience::POLL).await;
+            tracing::debug!(lab = %self.lab.name, elapsed = ?start.elapsed(), failing = %health.describe_failing(), "health round");
+            if health.all_passed() || start.elapsed() >= timeout {
                 return (health, round.elapsed());
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
@@ -364,6 +425,27 @@ impl LiveLab {
     }
 }
 
+/// Typed after a BGP router's startup configuration, so that bgpd starts its sessions when the
+/// configuration ends rather than a second later. `vtysh -f` frames the file in
+/// `XFRR_start/end_configuration`; bgpd holds every peer created in between and releases them
+/// (`BGP_Start` at once, not the 1 s Idle start timer) when a timer armed at the end fires: 1 s,
+/// or the whole seconds left on the route-map update timer if it runs (bgp_vty.c
+/// `bgp_config_end`: `thread_timer_remain_second`, which truncates). A route-map created and
+/// deleted last arms that timer for `bgp route-map delay-timer` seconds; at 1 s what is left
+/// when the file ends truncates to 0, so the peers start as soon as the file is read. The
+/// running configuration is as without these lines (the route-map is gone), and the update
+/// timer only re-walks the route-maps a second later. FRR 8.4; with the delay-timer at its
+/// default (5 s) this would hold the peers 4 s, so it is added only where the configuration
+/// sets it to 1 ([`releases_bgp_at_once`]).
+pub const BGP_RELEASE: [&str; 3] =
+    ["route-map NETDOJO-BGP-RELEASE permit 1", "exit", "no route-map NETDOJO-BGP-RELEASE"];
+
+/// Whether `config` runs bgpd with the route-map update timer at 1 s ([`BGP_RELEASE`]).
+fn releases_bgp_at_once(config: &str) -> bool {
+    let lines: Vec<&str> = config.lines().map(str::trim).collect();
+    lines.iter().any(|l| l.starts_with("router bgp ")) && lines.contains(&"bgp route-map delay-timer 1")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -392,5 +474,27 @@ mod tests {
         let v6 = router_spec(true);
         assert_eq!(v6.sysctls.get("net.ipv6.conf.all.forwarding").map(String::as_str), Some("1"));
         assert!(!v6.sysctls.contains_key("net.ipv6.conf.all.disable_ipv6"));
+    }
+
+    #[test]
+    fn only_bgp_routers_with_a_one_second_route_map_timer_are_released_at_once() {
+        assert!(releases_bgp_at_once(
+            "bgp route-map delay-timer 1\nrouter bgp 65001\n neighbor 10.0.0.2 remote-as 2\n"
+        ));
+        assert!(!releases_bgp_at_once("router bgp 65001\n neighbor 10.0.0.2 remote-as 2\n"));
+        assert!(!releases_bgp_at_once("bgp route-map delay-timer 5\nrouter bgp 65001\n"));
+        assert!(!releases_bgp_at_once("bgp route-map delay-timer 1\nrouter ospf\n"));
+        // Every BGP router of every lab is.
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/incident/labs");
+        for entry in std::fs::read_dir(dir).expect("labs") {
+            let lab = Lab::load(entry.expect("entry").path()).expect("lab");
+            for (name, node) in lab.topology().nodes() {
+                if let Some(config) = &node.config
+                    && config.contains("router bgp")
+                {
+                    assert!(releases_bgp_at_once(config), "{}: {name}", lab.name);
+                }
+            }
+        }
     }
 }

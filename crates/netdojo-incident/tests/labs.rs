@@ -65,6 +65,16 @@ async fn up_and_down(lab: Lab) -> std::time::Duration {
     );
     let health = live.health().await;
     assert!(health.all_passed(), "{}: {}", lab.name, health.describe_failing());
+    // The lines that release bgpd's sessions at start (`live::BGP_RELEASE`) leave nothing an
+    // agent would read: the throwaway route-map is gone and the route-map timer is the lab's.
+    for router in lab.routers() {
+        let frr = live.network().frr(router).expect("a router runs FRR");
+        let running = frr.running_config().await.unwrap_or_else(|e| panic!("{}: {router}: {e}", lab.name));
+        assert!(!running.contains("NETDOJO"), "{}: {router}: {running}", lab.name);
+        if running.contains("router bgp") {
+            assert!(running.contains("bgp route-map delay-timer 1"), "{}: {router}: {running}", lab.name);
+        }
+    }
     let prefix = live.network().prefix().to_string();
     live.stop().await;
     let left = netdojo_linux::netns::list_with_prefix(&prefix);
