@@ -379,12 +379,6 @@ impl NetconfEnv {
         Ok(netdojo_config::score::score(&devices))
     }
 
-    /// Runs one testcase on its device: its commands, whose output the `expected_output`
-    /// regular expression must match (§4.3), and its `expected_result`, which one route of the
-    /// routing table must meet (§4.1); both when it has both. `Err` is a testcase that could not
-    /// run, which fails it.
-    /// The third value says whether the verdict is free of clocks until `ahead` from now
-    /// ([`crate::quiet::clock_invariant`]).
     /// run-testcases: every round runs them all, until one round passes them all or the
     /// network had time to converge; the last round is the verdict. A testcase that checks an
     /// absence (a route filtered out) passes trivially before routing converges, so a pass
@@ -413,9 +407,9 @@ impl NetconfEnv {
             .filter_map(|n| self.router(n).map(|frr| (n.as_str(), frr)))
             .collect();
         let cheap: Vec<bool> = config.testcases.iter().map(|tc| self.answered_by_a_daemon(tc)).collect();
+        let n = config.testcases.len();
         let (mut count, mut abandoned) = (0, 0);
         loop {
-            let n = config.testcases.len();
             // Whether a testcase answered by a daemon failed in this round.
             let cheap_failed = AtomicBool::new(false);
             let ahead = deadline.saturating_duration_since(Instant::now());
@@ -442,11 +436,14 @@ impl NetconfEnv {
                 (results, errors, clock_free)
             };
             let look = async {
-                if start.elapsed() >= CONVERGENCE || !cheap.contains(&true) {
+                if !cheap.contains(&true) {
                     return std::future::pending().await;
                 }
                 loop {
                     tokio::time::sleep(Duration::from_millis(25)).await;
+                    if start.elapsed() >= CONVERGENCE {
+                        return std::future::pending().await;
+                    }
                     if cheap_failed.load(Ordering::Relaxed) && self.cheap_pass(config, &cheap, ahead).await {
                         return;
                     }
@@ -510,6 +507,12 @@ impl NetconfEnv {
         true
     }
 
+    /// Runs one testcase on its device: its commands, whose output the `expected_output`
+    /// regular expression must match (§4.3), and its `expected_result`, which one route of the
+    /// routing table must meet (§4.1); both when it has both. `Err` is a testcase that could not
+    /// run, which fails it.
+    /// The third value says whether the verdict is free of clocks until `ahead` from now
+    /// ([`crate::quiet::clock_invariant`]).
     async fn run_testcase(
         &self,
         tc: &Testcase,

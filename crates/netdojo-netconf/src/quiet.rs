@@ -104,18 +104,6 @@ pub struct Probe {
     pub ospf_lists_empty: bool,
 }
 
-impl Probe {
-    /// Whether every timer due before `deadline` is known and steady ([`STEADY`]), or a no-op
-    /// under its condition ([`NO_OP`]).
-    pub fn timers_known(&self, deadline: Instant) -> bool {
-        self.timers.iter().filter(|t| t.due < deadline).all(|t| {
-            STEADY.contains(&t.function.as_str())
-                || (NO_OP.contains(&t.function.as_str())
-                    && (!t.function.starts_with("ospf_ls_") || self.ospf_lists_empty))
-        })
-    }
-}
-
 /// Reads every router's daemons (their vty sockets, no process started).
 pub async fn probe(routers: &[(&str, &Frr)]) -> Probe {
     let at = Instant::now();
@@ -331,7 +319,13 @@ impl Watch {
         if !last_round.clock_free || last_probe.state.is_none() {
             return false;
         }
-        if !last_probe.timers_known(deadline) {
+        // Every timer due before the deadline is known and steady, or a no-op under its condition.
+        let known = last_probe.timers.iter().filter(|t| t.due < deadline).all(|t| {
+            STEADY.contains(&t.function.as_str())
+                || (NO_OP.contains(&t.function.as_str())
+                    && (!t.function.starts_with("ospf_ls_") || last_probe.ospf_lists_empty))
+        });
+        if !known {
             return false;
         }
         // The earliest round from which every round is the same as the last.
