@@ -654,6 +654,9 @@ fn incident_tasks(args: &GenerateArgs) -> Result<Vec<netdojo::Task>> {
                 for why in &report.redrawn {
                     line.push_str(&format!("\n  redrawn: {why}"));
                 }
+                if let Some(why) = &report.at_start {
+                    line.push_str(&format!("\n  faults injected after convergence: {why}"));
+                }
                 eprintln!("{line}");
                 Ok::<_, anyhow::Error>(task)
             }));

@@ -171,7 +171,9 @@ impl EnvironmentFactory for IncidentFactory {
 /// How long an episode's phases took (the bench prints them).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Phases {
-    /// The lab built, FRR and services started, every check passing.
+    /// The lab built, FRR and services started, every check passing; for a task whose faults go
+    /// in at start ([`crate::task::Setup::inject_at_start`]), everything but their actions:
+    /// the convergence to the symptom is here, and [`symptom`](Self::symptom) is zero.
     pub start: Duration,
     /// Its parts ([`LiveLab::times`]).
     pub lab: crate::live::StartTimes,
@@ -683,6 +685,31 @@ impl Environment for IncidentEnv {
         }
         let started = Instant::now();
         let pool = self.pools.as_ref().map(|p| &p[usize::from(lab.ipv6)]);
+        let symptom: BTreeSet<String> = setup.symptom.iter().cloned().collect();
+        if setup.inject_at_start && !faults.is_empty() {
+            // Verified by the generator for this task: the faults go in before the protocols
+            // converge, and the lab is served once exactly the recorded checks fail.
+            let inject: Vec<Action> = faults.iter().flat_map(|f| f.inject.iter().cloned()).collect();
+            let within = CONVERGENCE + self.options.symptom;
+            let (live, health) = LiveLab::start_injected(&lab, pool, &inject, &symptom, within)
+                .await
+                .map_err(|e| EnvError::setup(ENV, "starting the lab with its faults").with_source(e))?;
+            let times = live.times();
+            self.phases = Phases {
+                start: times.total.saturating_sub(times.inject),
+                lab: times,
+                inject: times.inject,
+                apply: times.inject,
+                symptom: Duration::ZERO,
+            };
+            self.live = Some(live);
+            self.current = Some(health);
+            self.previous = None;
+            self.changed = false;
+            self.changed_ever = false;
+            self.diagnosis = None;
+            return Ok(task.query.clone());
+        }
         let live = LiveLab::start_with(&lab, pool, CONVERGENCE)
             .await
             .map_err(|e| EnvError::setup(ENV, "starting the lab").with_source(e))?;
@@ -699,7 +726,6 @@ impl Environment for IncidentEnv {
         }
         self.phases.apply = injected.elapsed();
         let seen = Instant::now();
-        let symptom: BTreeSet<String> = setup.symptom.iter().cloned().collect();
         let shows = |h: &Health| symptom.iter().all(|name| h.passed(name) == Some(false));
         let health = if faults.is_empty() {
             self.live()?.health().await

@@ -18,6 +18,10 @@ pub enum IncidentError {
     },
     #[error("lab {lab}: not healthy after {waited:?}; failing: {failing}")]
     NotHealthy { lab: String, waited: Duration, failing: String },
+    #[error(
+        "lab {lab}: started with its faults, not showing their symptom after {waited:?}; expected failing: {expected}; failing: {failing}"
+    )]
+    NotShowing { lab: String, waited: Duration, expected: String, failing: String },
     #[error("lab {lab}: no node `{node}`")]
     NoNode { lab: String, node: String },
     #[error("lab {lab}: `{node}` is not a router (vtysh runs on `frr` nodes)")]

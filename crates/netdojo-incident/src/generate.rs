@@ -49,6 +49,9 @@ pub struct Draw {
     /// The order the oracle repairs the picks in (indices into `picks`), as verification found
     /// safe; empty: the last first ([`crate::task::repair_order`]).
     pub repair_order: Vec<usize>,
+    /// Verification found the faults can go in before the lab converges
+    /// ([`crate::task::Setup::inject_at_start`]).
+    pub inject_at_start: bool,
 }
 
 /// Makes incident tasks from the labs and the candidates they offer.
@@ -115,7 +118,12 @@ impl IncidentGenerator {
         if index % CONTROL_EVERY == CONTROL_EVERY - 1 || self.types.is_empty() {
             // A control's lab walks the labs, so that each has its controls.
             let lab = names[((index / CONTROL_EVERY) as usize + (seed as usize)) % names.len()];
-            return Ok(Draw { lab: lab.clone(), picks: vec![], repair_order: vec![] });
+            return Ok(Draw {
+                lab: lab.clone(),
+                picks: vec![],
+                repair_order: vec![],
+                inject_at_start: false,
+            });
         }
         let k = index - index / CONTROL_EVERY;
         let level = LEVELS[(k % LEVELS.len() as u64) as usize] as usize;
@@ -157,7 +165,7 @@ impl IncidentGenerator {
             used.insert(fault.device.clone());
             picks.push(Pick { fault_type, candidate, fault });
         }
-        Ok(Draw { lab: lab.clone(), picks, repair_order: vec![] })
+        Ok(Draw { lab: lab.clone(), picks, repair_order: vec![], inject_at_start: false })
     }
 
     /// The devices a lab's candidates are on.
@@ -239,6 +247,7 @@ impl IncidentGenerator {
                 lab_hash: lab_hash(lab),
                 symptom,
                 repair_order: draw.repair_order.clone(),
+                inject_at_start: draw.inject_at_start,
             })
             .unwrap_or(Value::Null),
             kind: TaskKind::Reactive {

@@ -3,7 +3,7 @@
 //! check passing. Readiness is polled from the checks themselves (no fixed sleep): the lab is
 //! up the moment its last check passes.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use netdojo_linux::exec;
@@ -32,9 +32,12 @@ pub struct StartTimes {
     pub config: Duration,
     /// Starting the services' processes.
     pub services: Duration,
-    /// From then until every check passed (the last round, [`health`](Self::health), included).
+    /// [`LiveLab::start_injected`]: the faults' actions applied (then, not after convergence).
+    pub inject: Duration,
+    /// From then until every check passed, or (started injected) until exactly the symptom's
+    /// checks failed (the last round, [`health`](Self::health), included).
     pub converge: Duration,
-    /// The last round of checks, the one that passed.
+    /// The last round of checks, the one that passed (or showed the symptom).
     pub health: Duration,
     pub total: Duration,
 }
@@ -130,6 +133,64 @@ impl LiveLab {
         convergence: Duration,
     ) -> Result<LiveLab, IncidentError> {
         let start = Instant::now();
+        let mut live = Self::build(lab, pool).await?;
+        let t = Instant::now();
+        let (health, last) = live.wait_failing(&BTreeSet::new(), convergence).await;
+        live.times.health = last;
+        if !health.all_passed() {
+            return Err(IncidentError::NotHealthy {
+                lab: lab.name.clone(),
+                waited: t.elapsed(),
+                failing: health.describe_failing(),
+            });
+        }
+        live.times.converge = t.elapsed();
+        live.times.total = start.elapsed();
+        Ok(live)
+    }
+
+    /// The lab with `inject` applied as soon as its routers have their configuration and its
+    /// services run, before the protocols converge (an incident that was there "since this
+    /// morning"), served once exactly the checks of `symptom` fail and every other passes (up to
+    /// `within`). Returns that health. Whether a task's faults show the same symptom this way as
+    /// when injected into a converged lab is for the generator to verify
+    /// ([`crate::task::Setup::inject_at_start`]); a race (two routers claiming one router-id)
+    /// need not.
+    pub async fn start_injected(
+        lab: &Lab,
+        pool: Option<&PoolHandle>,
+        inject: &[Action],
+        symptom: &BTreeSet<String>,
+        within: Duration,
+    ) -> Result<(LiveLab, Health), IncidentError> {
+        let start = Instant::now();
+        let mut live = Self::build(lab, pool).await?;
+        let t = Instant::now();
+        for action in inject {
+            live.apply(action).await?;
+        }
+        live.times.inject = t.elapsed();
+        let t = Instant::now();
+        let (health, last) = live.wait_failing(symptom, within).await;
+        live.times.health = last;
+        let failing: BTreeSet<String> = health.failing().into_iter().map(str::to_string).collect();
+        if &failing != symptom {
+            let show = |s: &BTreeSet<String>| s.iter().map(String::as_str).collect::<Vec<_>>().join(", ");
+            return Err(IncidentError::NotShowing {
+                lab: lab.name.clone(),
+                waited: t.elapsed(),
+                expected: show(symptom),
+                failing: show(&failing),
+            });
+        }
+        live.times.converge = t.elapsed();
+        live.times.total = start.elapsed();
+        Ok((live, health))
+    }
+
+    /// The network built, the `linux` lines run, the routers configured and the services
+    /// started: everything but the wait for the protocols.
+    async fn build(lab: &Lab, pool: Option<&PoolHandle>) -> Result<LiveLab, IncidentError> {
         let mut topology = topology_of(lab);
         // Routers get their configuration after the lab's `linux` lines: a router with some (a
         // firewall's ruleset) loads them before its routing configuration, as a router loads its
@@ -171,18 +232,6 @@ impl LiveLab {
             message,
         })?;
         live.times.services = t.elapsed();
-        let t = Instant::now();
-        let (health, last) = live.wait_converged(convergence).await;
-        live.times.health = last;
-        if !health.all_passed() {
-            return Err(IncidentError::NotHealthy {
-                lab: lab.name.clone(),
-                waited: t.elapsed(),
-                failing: health.describe_failing(),
-            });
-        }
-        live.times.converge = t.elapsed();
-        live.times.total = start.elapsed();
         Ok(live)
     }
 
@@ -299,15 +348,17 @@ impl LiveLab {
         }
     }
 
-    /// [`wait_health_timed`](Self::wait_health_timed) until every check passes, looking at the
-    /// routers' own state first ([`health::run_state`]): a round of every check runs only once
-    /// that passes, so the wait follows the protocols every few milliseconds instead of every
-    /// probe timeout. The health returned is always a whole round.
-    async fn wait_converged(&self, timeout: Duration) -> (Health, Duration) {
+    /// [`wait_health_timed`](Self::wait_health_timed) until exactly the checks of `failing` fail
+    /// (none: every check passes), looking at the routers' own state first
+    /// ([`health::run_state`]): a round of every check runs only once the state agrees, so the
+    /// wait follows the protocols every few milliseconds instead of every probe timeout. The
+    /// health returned is always a whole round.
+    async fn wait_failing(&self, failing: &BTreeSet<String>, timeout: Duration) -> (Health, Duration) {
         let start = Instant::now();
+        let agrees = |h: &Health| h.results.iter().all(|r| r.passed != failing.contains(&r.name));
         loop {
             if let Some(state) = health::run_state(&self.network, &self.lab, &self.book).await
-                && !state.all_passed()
+                && !agrees(&state)
                 && start.elapsed() < timeout
             {
                 tracing::debug!(lab = %self.lab.name, elapsed = ?start.elapsed(), failing = %state.describe_failing(), "state round");
@@ -317,7 +368,7 @@ impl LiveLab {
             let round = Instant::now();
             let health = health::run_all(&self.network, &self.lab, &self.book, Patience::POLL).await;
             tracing::debug!(lab = %self.lab.name, elapsed = ?start.elapsed(), failing = %health.describe_failing(), "health round");
-            if health.all_passed() || start.elapsed() >= timeout {
+            if agrees(&health) || start.elapsed() >= timeout {
                 return (health, round.elapsed());
             }
             tokio::time::sleep(Duration::from_millis(20)).await;

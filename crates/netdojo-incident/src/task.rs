@@ -41,6 +41,13 @@ pub struct Setup {
     /// lab by `generate --env incident` ([`crate::verify`]). Absent: the last injected first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub repair_order: Vec<usize>,
+    /// The faults go in as soon as the routers have their configuration, before the protocols
+    /// converge, and the lab is served once exactly the checks of `symptom` fail: verified by
+    /// `generate --env incident` for this task (the symptom shows so and holds, and the oracle's
+    /// repair from there is safe). Absent: the lab converges healthy first, then the faults go
+    /// in and the environment waits for their symptom.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub inject_at_start: bool,
 }
 
 /// The repair order `order` names for `n` faults, or the default (the last injected first)
@@ -279,5 +286,19 @@ mod tests {
         // An order that is not a permutation of the faults falls back to the default.
         assert_eq!(repair_order(&[0, 0], 2), vec![1, 0]);
         assert_eq!(repair_order(&[1], 2), vec![1, 0]);
+    }
+
+    #[test]
+    fn a_setup_says_inject_at_start_only_when_true_and_older_tasks_read_as_after_convergence() {
+        let old = json!({"lab": "campus", "lab_hash": "sha256:x", "symptom": ["reach a -> b"]});
+        let setup: Setup = serde_json::from_value(old.clone()).expect("a task drawn before the field");
+        assert!(!setup.inject_at_start);
+        assert_eq!(serde_json::to_value(&setup).ok(), Some(old.clone()), "false is not written");
+        let mut at_start = setup;
+        at_start.inject_at_start = true;
+        let written = serde_json::to_value(&at_start).unwrap_or_default();
+        assert_eq!(written["inject_at_start"], json!(true));
+        let back: Setup = serde_json::from_value(written).expect("reads back");
+        assert_eq!(back, at_start);
     }
 }

@@ -14,6 +14,14 @@
 //! other permutations), each from a freshly injected lab, and the first under which no step
 //! breaks a passing check is recorded in the task (`setup.repair_order`), the order the
 //! oracle's calls follow; when no order is safe, the last fault is replaced.
+//!
+//! Last, the task's faults are tried as the lab starts: injected once the routers have their
+//! configuration, before the protocols converge ([`LiveLab::start_injected`]). If exactly the
+//! measured symptom shows, still holds after the same confirmation waits, and the oracle's
+//! repair in the recorded order is safe and complete from there, the task says so
+//! (`setup.inject_at_start`) and the environment serves it that way, without the wait for a
+//! healthy lab and then for the symptom. Otherwise (a race, a symptom that needs the converged
+//! state first) it is served as verified above.
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -26,7 +34,7 @@ use crate::fault::Action;
 use crate::generate::{Draw, IncidentGenerator, Pick};
 use crate::health::Health;
 use crate::lab::Lab;
-use crate::live::LiveLab;
+use crate::live::{CONVERGENCE, LiveLab};
 use crate::task::{APPLICATION, repair_steps};
 
 /// How long verification waits at each stage.
@@ -58,6 +66,9 @@ impl Default for Patience {
 pub struct Report {
     /// Faults replaced, as `type on device: why`.
     pub redrawn: Vec<String>,
+    /// Why the faults cannot go in as the lab starts, when they cannot
+    /// ([`crate::task::Setup::inject_at_start`]).
+    pub at_start: Option<String>,
     pub took: Duration,
 }
 
@@ -213,6 +224,51 @@ async fn try_joint(
     Err(format!("have no safe repair order ({})", unsafe_orders.join("; ")))
 }
 
+/// The faults injected as the lab starts ([`LiveLab::start_injected`]) show exactly the
+/// `symptom` measured on the converged lab, still show it once the symptom's `confirm` and
+/// [`QUIET`] have passed (a lab that only passed through it does not), and the oracle's repair
+/// in `order` is safe step by step from there and brings the lab back.
+async fn try_at_start(
+    lab: &Lab,
+    picks: &[Pick],
+    symptom: &[String],
+    order: &[usize],
+    patience: Patience,
+) -> Result<(), String> {
+    let inject: Vec<Action> = picks.iter().flat_map(|p| p.fault.inject.iter().cloned()).collect();
+    let want: BTreeSet<String> = symptom.iter().cloned().collect();
+    let (live, _) = LiveLab::start_injected(lab, None, &inject, &want, CONVERGENCE + patience.symptom)
+        .await
+        .map_err(|e| e.to_string())?;
+    let outcome = async {
+        tokio::time::sleep(patience.confirm).await;
+        for _ in 0..2 {
+            let now = live.health().await;
+            let failing: BTreeSet<String> = now.failing().into_iter().map(str::to_string).collect();
+            if failing != want {
+                return Err(format!(
+                    "started with its faults, the lab moved on from the symptom: failing {}",
+                    now.describe_failing()
+                ));
+            }
+            tokio::time::sleep(QUIET).await;
+        }
+        let before = live.health().await;
+        let broke = repair_in(&live, picks, order, before, patience).await?;
+        let back = live.wait_health(Health::all_passed, patience.repair).await;
+        if !back.all_passed() {
+            return Err(format!("started with its faults, not repaired: {}", back.describe_failing()));
+        }
+        if !broke.is_empty() {
+            return Err(format!("started with its faults, the repair is not safe: {}", broke.join(", ")));
+        }
+        Ok(())
+    }
+    .await;
+    live.stop().await;
+    outcome
+}
+
 async fn start(lab: &Lab) -> Result<LiveLab, TaskError> {
     LiveLab::start(lab).await.map_err(|e| gen_err(format!("lab {}: {e}", lab.name)))
 }
@@ -334,7 +390,18 @@ impl IncidentGenerator {
             }
         }
         live.stop().await;
-        let verified = Draw { lab: draw.lab.clone(), picks, repair_order };
+        let inject_at_start = if picks.iter().any(|p| p.fault.fault_type.symptom_races()) {
+            false
+        } else {
+            match try_at_start(lab, &picks, &joint, &repair_order, patience).await {
+                Ok(()) => true,
+                Err(why) => {
+                    report.at_start = Some(why);
+                    false
+                }
+            }
+        };
+        let verified = Draw { lab: draw.lab.clone(), picks, repair_order, inject_at_start };
         let task = self.task(seed, index, &verified, Some(joint))?;
         report.took = started.elapsed();
         Ok((task, report))

@@ -75,7 +75,7 @@ fn labs() -> BTreeMap<String, Lab> {
 /// A healthy control on [`LAB`].
 fn task(labs: &BTreeMap<String, Lab>) -> Task {
     let generator = IncidentGenerator::new(labs.clone(), netdojo_incident::faults::candidates);
-    let draw = Draw { lab: LAB.into(), picks: vec![], repair_order: vec![] };
+    let draw = Draw { lab: LAB.into(), picks: vec![], repair_order: vec![], inject_at_start: false };
     generator.task(1, 9, &draw, Some(vec![])).expect("a control task")
 }
 

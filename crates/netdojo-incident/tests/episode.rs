@@ -33,11 +33,24 @@ async fn the_oracle_solves_a_verified_task_and_the_noop_does_not() {
     let (task, report) = generator.verified(1, 0, Patience::default()).await.expect("task 0 verifies");
     eprintln!("{} ({}) verified in {:?}; redrawn: {:?}", task.id, task.label, report.took, report.redrawn);
     let TaskKind::Reactive { repair, .. } = &task.kind else { panic!("an incident task is reactive") };
+    let setup = netdojo_incident::task::setup_of(&task).expect("setup");
+    assert_eq!(
+        setup.inject_at_start,
+        report.at_start.is_none(),
+        "the task says whether its faults go in at start as verification found: {:?}",
+        report.at_start
+    );
 
     // The oracle: diagnosis, repair, and every check passes.
     let mut e = env(&labs);
     let brief = e.reset(&task).await.expect("reset");
     assert_eq!(brief, task.query);
+    let phases = e.phases();
+    if setup.inject_at_start {
+        // Injected as the lab started: no separate wait for the symptom.
+        assert_eq!(phases.symptom, std::time::Duration::ZERO, "{phases:?}");
+        assert_eq!(phases.inject, phases.lab.inject, "{phases:?}");
+    }
     for call in repair {
         let obs = e.execute(call).await.expect("a step");
         assert!(obs.ok, "{}: {}", call.name, obs.content);
@@ -48,14 +61,46 @@ async fn the_oracle_solves_a_verified_task_and_the_noop_does_not() {
     e.close().await.expect("close");
     assert!(outcome.solved(), "{:?}", outcome.checks.iter().filter(|c| !c.passed).collect::<Vec<_>>());
 
-    // The no-op: nothing submitted, nothing changed.
+    // The no-op: nothing submitted, nothing changed; served the other way (faults injected
+    // into the converged lab, then their symptom awaited), which every task supports.
+    let mut classic = task.clone();
+    classic.setup["inject_at_start"] = json!(false);
     let mut e = env(&labs);
-    e.reset(&task).await.expect("reset");
+    e.reset(&classic).await.expect("reset");
+    assert!(e.phases().symptom > std::time::Duration::ZERO, "{:?}", e.phases());
     let outcome = e.evaluate(&task, None).await.expect("evaluate");
     e.close().await.expect("close");
     let failed: Vec<&str> = outcome.checks.iter().filter(|c| !c.passed).map(|c| c.name.as_str()).collect();
     assert!(failed.contains(&DIAGNOSIS_CHECK), "{failed:?}");
     assert!(failed.len() >= 2, "a health check must fail without a repair: {failed:?}");
+}
+
+/// A lab started with faults that do not show the expected symptom is refused, the error naming
+/// the checks expected to fail and those failing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lab_started_injected_without_its_symptom_is_refused_by_name() {
+    if !ready_or_skip("incident episodes", &[Need::Root, Need::Frr]) {
+        return;
+    }
+    let labs = labs();
+    let generator = IncidentGenerator::new(labs.clone(), netdojo_incident::faults::candidates);
+    let task = netdojo_core::TaskGenerator::generate(&generator, 1, 0).expect("task 0 draws");
+    let setup = netdojo_incident::task::setup_of(&task).expect("setup");
+    let faults = netdojo_incident::task::faults_of(&task).expect("faults");
+    let inject: Vec<netdojo_incident::Action> = faults.iter().flat_map(|f| f.inject.clone()).collect();
+    let wrong: std::collections::BTreeSet<String> = ["reach nowhere -> 192.0.2.99".to_string()].into();
+    let err = netdojo_incident::LiveLab::start_injected(
+        &labs[&setup.lab],
+        None,
+        &inject,
+        &wrong,
+        std::time::Duration::from_secs(2),
+    )
+    .await
+    .err()
+    .expect("a symptom that cannot show is refused");
+    let text = err.to_string();
+    assert!(text.contains("reach nowhere -> 192.0.2.99") && text.contains("not showing"), "{text}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
