@@ -282,6 +282,26 @@ fn the_ring_offers_what_needs_another_or_an_asymmetric_path() {
 }
 
 #[test]
+fn isp_access_offers_ebgp_multihop_on_both_ends_of_its_two_hop_session() {
+    // ce and pe peer between loopbacks across agg: without ebgp-multihop either end sends with
+    // a TTL of 1, which agg does not forward (on enterprise the loopbacks are one hop apart).
+    let lab = lab("isp-access");
+    let multihop = candidates(&lab, FaultType::BgpEbgpMultihopMissing);
+    let on: Vec<(&str, &str)> = multihop.iter().map(|f| (f.device.as_str(), f.detail.as_str())).collect();
+    assert_eq!(
+        on,
+        [
+            ("ce", "ce's eBGP session with 172.16.255.1 (between loopbacks) lacks ebgp-multihop"),
+            ("pe", "pe's eBGP session with 10.40.255.1 (between loopbacks) lacks ebgp-multihop"),
+        ]
+    );
+    let pe = &multihop[1];
+    assert!(pe.inject.iter().any(|a| matches!(a, Action::Vtysh { lines, .. } if lines.iter().any(|l| l.trim() == "no neighbor 10.40.255.1 ebgp-multihop 2"))));
+    // The customer's loopback reaches pe over iBGP from agg, not OSPF.
+    assert!(candidates(&lab, FaultType::BgpMissingRedistribute).iter().any(|f| f.device == "agg"));
+}
+
+#[test]
 fn draws_are_deterministic_on_different_devices_and_disjoint() {
     for lab in labs() {
         let types = offered(&lab);
