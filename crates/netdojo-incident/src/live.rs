@@ -18,6 +18,21 @@ use crate::health::{self, AddressBook, Health, Patience};
 use crate::lab::Lab;
 use crate::services::Services;
 
+/// The longest [`LiveLab::wait_health`] goes without a round of every check while the routers'
+/// state fails: about a failing round's length (its probes wait [`Patience::POLL`]).
+pub const ROUND_EVERY: Duration = Duration::from_millis(200);
+
+/// How often a wait reads the routers' state: every 10 ms for its first half second, when
+/// protocols that converge at all mostly have, then every 50 ms, so that a long wait (a step
+/// that changed nothing waits out the settle time) does not spend a core on reads.
+fn state_every(since: Instant) -> Duration {
+    if since.elapsed() < Duration::from_millis(500) {
+        Duration::from_millis(10)
+    } else {
+        Duration::from_millis(50)
+    }
+}
+
 /// How long [`LiveLab::start`] waits for every check to pass.
 pub const CONVERGENCE: Duration = Duration::from_secs(20);
 
@@ -330,15 +345,32 @@ impl LiveLab {
         self.wait_health_timed(want, timeout).await.0
     }
 
-    /// [`wait_health`](Self::wait_health), with how long its last round took.
+    /// [`wait_health`](Self::wait_health), with how long its last round took. Between rounds,
+    /// while some router's own state fails ([`health::run_state`]: adjacencies, sessions,
+    /// routes), it is read often ([`state_every`]) and the next round waits for it to pass, or for
+    /// [`ROUND_EVERY`] since the last round began: a lab that heals is seen within milliseconds
+    /// of its routers' state, not a failing round's probe timeout later, and a lab that stays
+    /// broken is still looked at whole as often as before.
     pub async fn wait_health_timed(
         &self,
         want: impl Fn(&Health) -> bool,
         timeout: Duration,
     ) -> (Health, Duration) {
         let start = Instant::now();
+        let mut last: Option<Instant> = None;
         loop {
+            if let Some(last) = last
+                && last.elapsed() < ROUND_EVERY
+                && start.elapsed() < timeout
+                && health::run_state(&self.network, &self.lab, &self.book)
+                    .await
+                    .is_some_and(|state| !state.all_passed())
+            {
+                tokio::time::sleep(state_every(start)).await;
+                continue;
+            }
             let round = Instant::now();
+            last = Some(round);
             let health = health::run_all(&self.network, &self.lab, &self.book, Patience::POLL).await;
             tracing::debug!(lab = %self.lab.name, elapsed = ?start.elapsed(), failing = %health.describe_failing(), "health round");
             if want(&health) || start.elapsed() >= timeout {
@@ -362,7 +394,7 @@ impl LiveLab {
                 && start.elapsed() < timeout
             {
                 tracing::debug!(lab = %self.lab.name, elapsed = ?start.elapsed(), failing = %state.describe_failing(), "state round");
-                tokio::time::sleep(Duration::from_millis(10)).await;
+                tokio::time::sleep(state_every(start)).await;
                 continue;
             }
             let round = Instant::now();
