@@ -4,7 +4,7 @@
 //! repair and whose right diagnosis is "no fault"). A task that fails either way is named.
 //!
 //! Which tasks: the covering part of the suite (every lab, every fault type, every level, a
-//! healthy control of every lab), chosen greedily from the suite in its order; with
+//! healthy control of every lab, both ways of injecting), chosen greedily from the suite in its order; with
 //! `NETDOJO_INCIDENT_SUITE=all`, all of it. docs/incident.md gives the cost of each.
 
 use std::collections::BTreeSet;
@@ -22,14 +22,18 @@ fn suite_path() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/incident/suite/default.jsonl")
 }
 
-/// What a task covers: its lab, its level, each of its fault types; a control covers its lab's
-/// control.
+/// What a task covers: its lab, its level, each of its fault types, and how its faults go in
+/// (as the lab starts, or into the converged lab); a control covers its lab's control.
 fn features(task: &Value) -> BTreeSet<String> {
     let lab = task["setup"]["lab"].as_str().unwrap_or_default();
     let faults = task["faults"].as_array().cloned().unwrap_or_default();
     let mut out = BTreeSet::from([format!("lab {lab}"), format!("level {}", task["level"])]);
     if faults.is_empty() {
         out.insert(format!("control {lab}"));
+    } else if task["setup"]["inject_at_start"] == true {
+        out.insert("injected at start".to_string());
+    } else {
+        out.insert("injected after convergence".to_string());
     }
     for f in faults {
         out.insert(format!("type {}", f["params"]["type"].as_str().unwrap_or_default()));
@@ -102,7 +106,15 @@ fn the_covering_part_of_a_suite_covers_every_lab_type_level_and_control() {
     let want: BTreeSet<String> = tasks.iter().flat_map(features).collect();
     let got: BTreeSet<String> = chosen.iter().flat_map(|&i| features(&tasks[i])).collect();
     assert_eq!(got, want);
-    for feature in ["lab campus", "level 3", "control isp-core", "type ospf_area_mismatch"] {
+    for feature in [
+        "lab campus",
+        "level 3",
+        "control isp-core",
+        "type ospf_area_mismatch",
+        "type bgp_ebgp_multihop_missing",
+        "injected at start",
+        "injected after convergence",
+    ] {
         assert!(want.contains(feature), "{feature} is not a feature of the suite: {want:?}");
     }
     assert!(chosen.len() < tasks.len() / 2, "{} of {} tasks", chosen.len(), tasks.len());
