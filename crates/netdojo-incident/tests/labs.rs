@@ -209,10 +209,20 @@ async fn every_router_s_configuration_applies_as_vtysh_would() {
             .unwrap_or_else(|e| panic!("{lab}: {router}: {e}"));
             let fresh =
                 by_vtysh.frr().running_config().await.unwrap_or_else(|e| panic!("{lab}: {router}: {e}"));
+            let t = Instant::now();
             let out =
                 by_vtysh.frr().apply_file(&config).await.unwrap_or_else(|e| panic!("{lab}: {router}: {e}"));
+            let vtysh_took = t.elapsed();
             assert!(out.success(), "{lab}: {router}: vtysh -f: {}", out.text());
+            let t = Instant::now();
             direct.frr().apply_config(&config).await.unwrap_or_else(|e| panic!("{lab}: {router}: {e}"));
+            let direct_took = t.elapsed();
+            eprintln!(
+                "{lab:<12} {router:<8} {:>3} lines: vtysh -f {:>4} ms, vty sockets {:>4} ms",
+                config.lines().count(),
+                vtysh_took.as_millis(),
+                direct_took.as_millis()
+            );
             let want =
                 by_vtysh.frr().running_config().await.unwrap_or_else(|e| panic!("{lab}: {router}: {e}"));
             let got = direct.frr().running_config().await.unwrap_or_else(|e| panic!("{lab}: {router}: {e}"));
