@@ -67,8 +67,9 @@ pub enum FrrError {
     /// A line of a configuration applied on the daemons' vty sockets ([`Frr::apply_config`])
     /// that no daemon accepted, or that a daemon refused: what vtysh would report as `line N:
     /// % Unknown command` or `Failure to communicate`.
-    #[error("router {router}: configuration line {line} `{text}`: {answers}")]
-    Config { router: String, line: usize, text: String, answers: String },
+    /// `detail`: the line in backquotes, then every daemon's answer.
+    #[error("router {router}: configuration line {line} {detail}")]
+    Config { router: String, line: usize, detail: String },
 }
 
 /// Command status codes of FRR's vty protocol (lib/command.h, FRR 8.4).
@@ -571,8 +572,10 @@ impl Frr {
             return Err(FrrError::Config {
                 router: self.router.clone(),
                 line: number,
-                text: line.to_string(),
-                answers: if said.is_empty() { "no daemon to send it to".into() } else { said.join("; ") },
+                detail: format!(
+                    "`{line}`: {}",
+                    if said.is_empty() { "no daemon to send it to".into() } else { said.join("; ") }
+                ),
             });
         }
         Ok(sessions.iter().zip(targets).map(|(s, t)| *t && accepted_by.contains(&s.daemon)).collect())
