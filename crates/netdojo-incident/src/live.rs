@@ -441,8 +441,8 @@ impl LiveLab {
 }
 
 /// Typed after a BGP router's startup configuration, so that bgpd starts its sessions when the
-/// configuration ends rather than a second later. `vtysh -f` frames the file in
-/// `XFRR_start/end_configuration`; bgpd holds every peer created in between and releases them
+/// configuration ends rather than a second later. [`LiveLab::configure`] frames it in
+/// `XFRR_start/end_configuration`, as `vtysh -f` frames a file; bgpd holds every peer created in between and releases them
 /// (`BGP_Start` at once, not the 1 s Idle start timer) when a timer armed at the end fires: 1 s,
 /// or the whole seconds left on the route-map update timer if it runs (bgp_vty.c
 /// `bgp_config_end`: `thread_timer_remain_second`, which truncates). A route-map created and
