@@ -441,7 +441,7 @@ impl LiveLab {
 }
 
 /// Typed after a BGP router's startup configuration, so that bgpd starts its sessions when the
-/// configuration ends rather than a second later. [`LiveLab::configure`] frames it in
+/// configuration ends rather than a second later. `LiveLab::configure` frames it in
 /// `XFRR_start/end_configuration`, as `vtysh -f` frames a file; bgpd holds every peer created in between and releases them
 /// (`BGP_Start` at once, not the 1 s Idle start timer) when a timer armed at the end fires: 1 s,
 /// or the whole seconds left on the route-map update timer if it runs (bgp_vty.c
