@@ -704,7 +704,7 @@ fn incident(args: &BenchArgs) -> Result<()> {
         "namespaces, links, pool checkout",
         "FRR (pooled routers renamed, others started)",
         "the lab's linux lines",
-        "configuration applied (vtysh)",
+        "configuration applied (vty sockets)",
         "services started",
         "convergence wait (to healthy, or to the symptom)",
         "  of which the last, passing round",

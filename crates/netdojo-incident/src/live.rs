@@ -251,15 +251,30 @@ impl LiveLab {
     }
 
     /// Applies routers' startup configurations (those deferred until after the `linux` lines),
-    /// a BGP router's with [`BGP_RELEASE`] after it.
+    /// a BGP router's with [`BGP_RELEASE`] after it. Each is trusted text (the lab file's), so
+    /// it goes straight to the router's daemons on their vty sockets ([`Frr::apply_config`],
+    /// as `vtysh -f` would apply it) rather than through a vtysh process.
+    ///
+    /// [`Frr::apply_config`]: netdojo_linux::frr::Frr::apply_config
     async fn configure(&self, configs: &[(String, String)]) -> Result<(), IncidentError> {
         let applies = configs.iter().map(|(router, config)| async move {
+            let frr = self.network.frr(router).ok_or_else(|| IncidentError::NotRouter {
+                lab: self.lab.name.clone(),
+                node: router.clone(),
+            })?;
             let release = releases_bgp_at_once(config);
-            let mut lines = vec![config.clone()];
+            let mut text = config.clone();
             if release {
-                lines.extend(BGP_RELEASE.iter().map(|l| l.to_string()));
+                for line in BGP_RELEASE {
+                    text.push('\n');
+                    text.push_str(line);
+                }
             }
-            self.apply(&Action::Vtysh { device: router.clone(), lines }).await?;
+            frr.apply_config(&text).await.map_err(|source| IncidentError::Frr {
+                lab: self.lab.name.clone(),
+                device: router.clone(),
+                source,
+            })?;
             if release {
                 self.flush_route_maps(router).await?;
             }
@@ -509,8 +524,8 @@ impl LiveLab {
 }
 
 /// Typed after a BGP router's startup configuration, so that bgpd starts its sessions when the
-/// configuration ends rather than a second later. `vtysh -f` frames the file in
-/// `XFRR_start/end_configuration`; bgpd holds every peer created in between and releases them
+/// configuration ends rather than a second later. `LiveLab::configure` frames it in
+/// `XFRR_start/end_configuration`, as `vtysh -f` frames a file; bgpd holds every peer created in between and releases them
 /// (`BGP_Start` at once, not the 1 s Idle start timer) when a timer armed at the end fires: 1 s,
 /// or the whole seconds left on the route-map update timer if it runs (bgp_vty.c
 /// `bgp_config_end`: `thread_timer_remain_second`, which truncates). A route-map created and

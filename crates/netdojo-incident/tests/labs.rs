@@ -171,3 +171,74 @@ async fn operator_actions_change_what_the_checks_see() {
     assert!(err.contains("unknown service operation"), "{err}");
     live.stop().await;
 }
+
+/// Every router's startup configuration, applied on its daemons' vty sockets
+/// (`Frr::apply_config`, as a lab start applies it), gives the running configuration that
+/// `vtysh -f` gives: for every FRR router of every lab, one fresh router gets the text through
+/// vtysh and another directly, and `show running-config` must be the same, line for line. Both
+/// are warm-pool routers of the lab's spec (same daemons, same host name), so nothing is
+/// normalised: not even the hostname and `frr version` lines differ. A line no daemon knows is
+/// an error naming the router and the line, as vtysh reports it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_router_s_configuration_applies_as_vtysh_would() {
+    if !ready("every_router_s_configuration_applies_as_vtysh_would") {
+        return;
+    }
+    let t = Instant::now();
+    let mut pairs = Vec::new();
+    for lab in all_labs() {
+        for (router, node) in lab.topology().nodes() {
+            if let Some(config) = &node.config {
+                pairs.push((lab.name.clone(), router.to_string(), lab.ipv6, config.clone()));
+            }
+        }
+    }
+    let count = pairs.len();
+    // Four pairs at a time: starting the daemons is most of the cost, on two cores.
+    let gate = Arc::new(tokio::sync::Semaphore::new(4));
+    let mut runs = Vec::new();
+    for (i, (lab, router, ipv6, config)) in pairs.into_iter().enumerate() {
+        let gate = gate.clone();
+        runs.push(tokio::spawn(async move {
+            let _permit = gate.acquire_owned().await.expect("semaphore");
+            let spec = netdojo_incident::live::router_spec(ipv6);
+            let (by_vtysh, direct) = tokio::try_join!(
+                netdojo_linux::pool::start_router(&spec),
+                netdojo_linux::pool::start_router(&spec)
+            )
+            .unwrap_or_else(|e| panic!("{lab}: {router}: {e}"));
+            let fresh =
+                by_vtysh.frr().running_config().await.unwrap_or_else(|e| panic!("{lab}: {router}: {e}"));
+            let t = Instant::now();
+            let out =
+                by_vtysh.frr().apply_file(&config).await.unwrap_or_else(|e| panic!("{lab}: {router}: {e}"));
+            let vtysh_took = t.elapsed();
+            assert!(out.success(), "{lab}: {router}: vtysh -f: {}", out.text());
+            let t = Instant::now();
+            direct.frr().apply_config(&config).await.unwrap_or_else(|e| panic!("{lab}: {router}: {e}"));
+            let direct_took = t.elapsed();
+            eprintln!(
+                "{lab:<12} {router:<8} {:>3} lines: vtysh -f {:>4} ms, vty sockets {:>4} ms",
+                config.lines().count(),
+                vtysh_took.as_millis(),
+                direct_took.as_millis()
+            );
+            let want =
+                by_vtysh.frr().running_config().await.unwrap_or_else(|e| panic!("{lab}: {router}: {e}"));
+            let got = direct.frr().running_config().await.unwrap_or_else(|e| panic!("{lab}: {router}: {e}"));
+            assert_ne!(want, fresh, "{lab}: {router}: vtysh -f changed nothing");
+            assert_eq!(got, want, "{lab}: {router}: direct (left) and vtysh -f (right) differ");
+            if i == 0 {
+                let bad = direct.frr().apply_config("interface eth1\n ip ospf bogus 1\n").await;
+                let err = bad.expect_err("a line no daemon knows").to_string();
+                assert!(err.contains("line 2 ` ip ospf bogus 1`") && err.contains("ospfd"), "{err}");
+            }
+        }));
+    }
+    for run in runs {
+        if let Err(e) = run.await {
+            std::panic::resume_unwind(e.into_panic());
+        }
+    }
+    eprintln!("{count} routers' configurations applied both ways in {} ms", t.elapsed().as_millis());
+}
