@@ -97,8 +97,7 @@ async fn a_lab_started_injected_without_its_symptom_is_refused_by_name() {
         std::time::Duration::from_secs(2),
     )
     .await
-    .err()
-    .expect("a symptom that cannot show is refused");
+    .expect_err("a symptom that cannot show is refused");
     let text = err.to_string();
     assert!(text.contains("reach nowhere -> 192.0.2.99") && text.contains("not showing"), "{text}");
 }
