@@ -686,7 +686,10 @@ impl Environment for IncidentEnv {
         let started = Instant::now();
         let pool = self.pools.as_ref().map(|p| &p[usize::from(lab.ipv6)]);
         let symptom: BTreeSet<String> = setup.symptom.iter().cloned().collect();
-        if setup.inject_at_start && !faults.is_empty() {
+        if setup.inject_at_start
+            && !faults.is_empty()
+            && faults.iter().all(|f| f.fault_type.injects_at_start())
+        {
             // Verified by the generator for this task: the faults go in before the protocols
             // converge, and the lab is served once exactly the recorded checks fail.
             let inject: Vec<Action> = faults.iter().flat_map(|f| f.inject.iter().cloned()).collect();

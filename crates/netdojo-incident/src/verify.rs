@@ -20,8 +20,9 @@
 //! measured symptom shows, still holds after the same confirmation waits, and the oracle's
 //! repair in the recorded order is safe and complete from there, the task says so
 //! (`setup.inject_at_start`) and the environment serves it that way, without the wait for a
-//! healthy lab and then for the symptom. Otherwise (a race, a symptom that needs the converged
-//! state first) it is served as verified above.
+//! healthy lab and then for the symptom. Otherwise (a type that is not tried,
+//! [`FaultType::injects_at_start`]; a symptom that needs the converged state first) it is served
+//! as verified above.
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -390,7 +391,7 @@ impl IncidentGenerator {
             }
         }
         live.stop().await;
-        let inject_at_start = if picks.iter().any(|p| p.fault.fault_type.symptom_races()) {
+        let inject_at_start = if picks.iter().any(|p| !p.fault.fault_type.injects_at_start()) {
             false
         } else {
             match try_at_start(lab, &picks, &joint, &repair_order, patience).await {
