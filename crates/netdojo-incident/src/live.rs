@@ -47,7 +47,8 @@ pub struct StartTimes {
     pub config: Duration,
     /// Starting the services' processes.
     pub services: Duration,
-    /// [`LiveLab::start_injected`]: the faults' actions applied (then, not after convergence).
+    /// [`LiveLab::start_injected`]: the faults' `linux` actions and service operations (their
+    /// vtysh lines are part of [`config`](Self::config)).
     pub inject: Duration,
     /// From then until every check passed, or (started injected) until exactly the symptom's
     /// checks failed (the last round, [`health`](Self::health), included).
@@ -148,7 +149,7 @@ impl LiveLab {
         convergence: Duration,
     ) -> Result<LiveLab, IncidentError> {
         let start = Instant::now();
-        let mut live = Self::build(lab, pool).await?;
+        let mut live = Self::build(lab, pool, &[]).await?;
         let t = Instant::now();
         let (health, last) = live.wait_failing(&BTreeSet::new(), convergence).await;
         live.times.health = last;
@@ -164,10 +165,13 @@ impl LiveLab {
         Ok(live)
     }
 
-    /// The lab with `inject` applied as soon as its routers have their configuration and its
-    /// services run, before the protocols converge (an incident that was there "since this
-    /// morning"), served once exactly the checks of `symptom` fail and every other passes (up to
-    /// `within`). Returns that health. Whether a task's faults show the same symptom this way as
+    /// The lab with `inject` in from the start (an incident that was there "since this
+    /// morning"): its `linux` actions run after the lab's own `linux` lines, its vtysh lines
+    /// end each router's startup configuration (applied with it, so no router ever runs without
+    /// the fault: a fault applied a moment later would let an adjacency form first, and then
+    /// wait out its dead interval), its service operations follow the services' start. Served
+    /// once exactly the checks of `symptom` fail and every other passes (up to `within`).
+    /// Returns that health. Whether a task's faults show the same symptom this way as
     /// when injected into a converged lab is for the generator to verify
     /// ([`crate::task::Setup::inject_at_start`]); a race (two routers claiming one router-id)
     /// need not.
@@ -179,12 +183,7 @@ impl LiveLab {
         within: Duration,
     ) -> Result<(LiveLab, Health), IncidentError> {
         let start = Instant::now();
-        let mut live = Self::build(lab, pool).await?;
-        let t = Instant::now();
-        for action in inject {
-            live.apply(action).await?;
-        }
-        live.times.inject = t.elapsed();
+        let mut live = Self::build(lab, pool, inject).await?;
         let t = Instant::now();
         let (health, last) = live.wait_failing(symptom, within).await;
         live.times.health = last;
@@ -204,8 +203,13 @@ impl LiveLab {
     }
 
     /// The network built, the `linux` lines run, the routers configured and the services
-    /// started: everything but the wait for the protocols.
-    async fn build(lab: &Lab, pool: Option<&PoolHandle>) -> Result<LiveLab, IncidentError> {
+    /// started, with `inject` woven in as [`start_injected`](Self::start_injected) says:
+    /// everything but the wait for the protocols.
+    async fn build(
+        lab: &Lab,
+        pool: Option<&PoolHandle>,
+        inject: &[Action],
+    ) -> Result<LiveLab, IncidentError> {
         let mut topology = topology_of(lab);
         // Routers get their configuration after the lab's `linux` lines: a router with some (a
         // firewall's ruleset) loads them before its routing configuration, as a router loads its
@@ -218,6 +222,18 @@ impl LiveLab {
                 && let Some(config) = node.config.take()
             {
                 deferred.push((name.clone(), config));
+            }
+        }
+        for action in inject {
+            let Action::Vtysh { device, lines } = action else { continue };
+            let Some((_, config)) = deferred.iter_mut().find(|(name, _)| name == device) else {
+                return Err(IncidentError::NotRouter { lab: lab.name.clone(), node: device.clone() });
+            };
+            for line in lines.iter().filter(|l| !is_framing(l)) {
+                if !config.ends_with('\n') {
+                    config.push('\n');
+                }
+                config.push_str(line);
             }
         }
         let (network, built) = Network::build_with(topology, pool)
@@ -238,6 +254,11 @@ impl LiveLab {
         live.run_linux().await?;
         live.times.linux = t.elapsed();
         let t = Instant::now();
+        for action in inject.iter().filter(|a| matches!(a, Action::Linux { .. })) {
+            live.apply(action).await?;
+        }
+        live.times.inject = t.elapsed();
+        let t = Instant::now();
         live.configure(&deferred).await?;
         live.times.config = t.elapsed();
         let t = Instant::now();
@@ -247,6 +268,11 @@ impl LiveLab {
             message,
         })?;
         live.times.services = t.elapsed();
+        let t = Instant::now();
+        for action in inject.iter().filter(|a| matches!(a, Action::Service { .. })) {
+            live.apply(action).await?;
+        }
+        live.times.inject += t.elapsed();
         Ok(live)
     }
 
@@ -436,11 +462,7 @@ impl LiveLab {
                     .network
                     .frr(device)
                     .ok_or_else(|| IncidentError::NotRouter { lab: lab.clone(), node: device.clone() })?;
-                // `configure terminal` and `end` frame a terminal session; the file vtysh reads
-                // is in configuration mode already.
-                let framing =
-                    |l: &&String| matches!(l.trim(), "configure terminal" | "conf t" | "configure" | "end");
-                let text: Vec<&str> = lines.iter().filter(|l| !framing(l)).map(String::as_str).collect();
+                let text: Vec<&str> = lines.iter().filter(|l| !is_framing(l)).map(String::as_str).collect();
                 let out = frr.apply_file(&(text.join("\n") + "\n")).await.map_err(|source| {
                     IncidentError::Frr { lab: lab.clone(), device: device.clone(), source }
                 })?;
@@ -539,6 +561,12 @@ pub const BGP_RELEASE: [&str; 3] =
     ["route-map NETDOJO-BGP-RELEASE permit 1", "exit", "no route-map NETDOJO-BGP-RELEASE"];
 
 /// Whether `config` runs bgpd with the route-map update timer at 1 s ([`BGP_RELEASE`]).
+/// `configure terminal` and `end` frame a terminal session; a configuration file (what vtysh
+/// -f reads, and a router's startup configuration) is in configuration mode already.
+fn is_framing(line: &str) -> bool {
+    matches!(line.trim(), "configure terminal" | "conf t" | "configure" | "end")
+}
+
 fn releases_bgp_at_once(config: &str) -> bool {
     let lines: Vec<&str> = config.lines().map(str::trim).collect();
     lines.iter().any(|l| l.starts_with("router bgp ")) && lines.contains(&"bgp route-map delay-timer 1")
