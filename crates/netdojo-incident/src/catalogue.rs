@@ -213,4 +213,13 @@ mod tests {
             FaultType::ALL.len()
         );
     }
+
+    #[test]
+    fn only_races_second_addresses_and_prefix_limits_stay_out_of_a_lab_s_start() {
+        let out: std::collections::BTreeSet<FaultType> =
+            FaultType::ALL.iter().copied().filter(|t| !t.injects_at_start()).collect();
+        let want =
+            [FaultType::DuplicateAddress, FaultType::OspfDuplicateRouterId, FaultType::BgpMaxPrefixShutdown];
+        assert_eq!(out, want.into_iter().collect());
+    }
 }
