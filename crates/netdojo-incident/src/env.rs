@@ -690,8 +690,9 @@ impl Environment for IncidentEnv {
             && !faults.is_empty()
             && faults.iter().all(|f| f.fault_type.injects_at_start())
         {
-            // Verified by the generator for this task: the faults go in before the protocols
-            // converge, and the lab is served once exactly the recorded checks fail.
+            // Verified by the generator for this task: the faults are there from the start (with
+            // the routers' configuration), and the lab is served once exactly the recorded
+            // checks fail.
             let inject: Vec<Action> = faults.iter().flat_map(|f| f.inject.iter().cloned()).collect();
             let within = CONVERGENCE + self.options.symptom;
             let (live, health) = LiveLab::start_injected(&lab, pool, &inject, &symptom, within)

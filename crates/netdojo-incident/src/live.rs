@@ -173,8 +173,8 @@ impl LiveLab {
     /// once exactly the checks of `symptom` fail and every other passes (up to `within`).
     /// Returns that health. Whether a task's faults show the same symptom this way as
     /// when injected into a converged lab is for the generator to verify
-    /// ([`crate::task::Setup::inject_at_start`]); a race (two routers claiming one router-id)
-    /// need not.
+    /// ([`crate::task::Setup::inject_at_start`]); some types are never tried
+    /// ([`crate::FaultType::injects_at_start`]).
     pub async fn start_injected(
         lab: &Lab,
         pool: Option<&PoolHandle>,
