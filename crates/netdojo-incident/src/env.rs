@@ -20,7 +20,7 @@ use netdojo_linux::preflight::Need;
 use netdojo_linux::{exec, netns, probe, vty};
 
 use crate::catalogue::FaultType;
-use crate::fault::Action;
+use crate::fault::{Action, Fault};
 use crate::health::Health;
 use crate::lab::{Lab, ServiceKind};
 use crate::live::{CONVERGENCE, LiveLab, router_spec};
@@ -222,6 +222,68 @@ impl IncidentEnv {
             diagnosis: None,
             phases: Phases::default(),
         }
+    }
+
+    /// Reset's other way, for a task whose faults do not go in at start: the lab converged
+    /// healthy, then the faults injected and their symptom awaited; a control's lab must pass
+    /// every check. Returns the health the agent starts from.
+    async fn start_then_inject(
+        &mut self,
+        task: &Task,
+        lab: &Lab,
+        faults: &[Fault],
+        symptom: &BTreeSet<String>,
+    ) -> Result<Health, EnvError> {
+        let started = Instant::now();
+        let pool = self.pools.as_ref().map(|p| &p[usize::from(lab.ipv6)]);
+        let live = LiveLab::start_with(lab, pool, CONVERGENCE)
+            .await
+            .map_err(|e| EnvError::setup(ENV, "starting the lab").with_source(e))?;
+        self.phases.lab = live.times();
+        self.live = Some(live);
+        self.phases.start = started.elapsed();
+        let injected = Instant::now();
+        for fault in faults {
+            for action in &fault.inject {
+                self.live()?.apply(action).await.map_err(|e| {
+                    self.task_err(format!("injecting {} on {}: {e}", fault.fault_type, fault.device))
+                })?;
+            }
+        }
+        self.phases.apply = injected.elapsed();
+        let seen = Instant::now();
+        let shows = |h: &Health| symptom.iter().all(|name| h.passed(name) == Some(false));
+        let health = if faults.is_empty() {
+            self.live()?.health().await
+        } else {
+            self.live()?.wait_health(shows, self.options.symptom).await
+        };
+        self.phases.symptom = seen.elapsed();
+        self.phases.inject = injected.elapsed();
+        // A fault whose symptom is a race shows the recorded symptom only when the race settles
+        // as it did at generation; after the whole window, any of its checks failing is the
+        // fault showing (the brief says a report can be mistaken).
+        let raced = faults.iter().any(|f| f.fault_type.symptom_races())
+            && symptom.iter().any(|name| health.passed(name) == Some(false));
+        if !faults.is_empty() && (symptom.is_empty() || !(shows(&health) || raced)) {
+            let still: Vec<&String> = symptom.iter().filter(|n| health.passed(n) != Some(false)).collect();
+            return Err(EnvError::setup(
+                ENV,
+                format!(
+                    "task {}: the injected faults no longer show the task's symptom after {:?}: {} still pass",
+                    task.id,
+                    self.options.symptom,
+                    still.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+                ),
+            ));
+        }
+        if faults.is_empty() && !health.all_passed() {
+            return Err(EnvError::setup(
+                ENV,
+                format!("task {}: a healthy control's lab fails {}", task.id, health.describe_failing()),
+            ));
+        }
+        Ok(health)
     }
 
     pub fn phases(&self) -> Phases {
@@ -683,16 +745,15 @@ impl Environment for IncidentEnv {
                 lab_hash(&lab)
             )));
         }
-        let started = Instant::now();
-        let pool = self.pools.as_ref().map(|p| &p[usize::from(lab.ipv6)]);
         let symptom: BTreeSet<String> = setup.symptom.iter().cloned().collect();
-        if setup.inject_at_start
+        let health = if setup.inject_at_start
             && !faults.is_empty()
             && faults.iter().all(|f| f.fault_type.injects_at_start())
         {
             // Verified by the generator for this task: the faults are there from the start (with
             // the routers' configuration), and the lab is served once exactly the recorded
             // checks fail.
+            let pool = self.pools.as_ref().map(|p| &p[usize::from(lab.ipv6)]);
             let inject: Vec<Action> = faults.iter().flat_map(|f| f.inject.iter().cloned()).collect();
             let within = CONVERGENCE + self.options.symptom;
             let (live, health) = LiveLab::start_injected(&lab, pool, &inject, &symptom, within)
@@ -707,60 +768,10 @@ impl Environment for IncidentEnv {
                 symptom: Duration::ZERO,
             };
             self.live = Some(live);
-            self.current = Some(health);
-            self.previous = None;
-            self.changed = false;
-            self.changed_ever = false;
-            self.diagnosis = None;
-            return Ok(task.query.clone());
-        }
-        let live = LiveLab::start_with(&lab, pool, CONVERGENCE)
-            .await
-            .map_err(|e| EnvError::setup(ENV, "starting the lab").with_source(e))?;
-        self.phases.lab = live.times();
-        self.live = Some(live);
-        self.phases.start = started.elapsed();
-        let injected = Instant::now();
-        for fault in &faults {
-            for action in &fault.inject {
-                self.live()?.apply(action).await.map_err(|e| {
-                    self.task_err(format!("injecting {} on {}: {e}", fault.fault_type, fault.device))
-                })?;
-            }
-        }
-        self.phases.apply = injected.elapsed();
-        let seen = Instant::now();
-        let shows = |h: &Health| symptom.iter().all(|name| h.passed(name) == Some(false));
-        let health = if faults.is_empty() {
-            self.live()?.health().await
+            health
         } else {
-            self.live()?.wait_health(shows, self.options.symptom).await
+            self.start_then_inject(task, &lab, &faults, &symptom).await?
         };
-        self.phases.symptom = seen.elapsed();
-        self.phases.inject = injected.elapsed();
-        // A fault whose symptom is a race shows the recorded symptom only when the race settles
-        // as it did at generation; after the whole window, any of its checks failing is the
-        // fault showing (the brief says a report can be mistaken).
-        let raced = faults.iter().any(|f| f.fault_type.symptom_races())
-            && symptom.iter().any(|name| health.passed(name) == Some(false));
-        if !faults.is_empty() && (symptom.is_empty() || !(shows(&health) || raced)) {
-            let still: Vec<&String> = symptom.iter().filter(|n| health.passed(n) != Some(false)).collect();
-            return Err(EnvError::setup(
-                ENV,
-                format!(
-                    "task {}: the injected faults no longer show the task's symptom after {:?}: {} still pass",
-                    task.id,
-                    self.options.symptom,
-                    still.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
-                ),
-            ));
-        }
-        if faults.is_empty() && !health.all_passed() {
-            return Err(EnvError::setup(
-                ENV,
-                format!("task {}: a healthy control's lab fails {}", task.id, health.describe_failing()),
-            ));
-        }
         self.current = Some(health);
         self.previous = None;
         self.changed = false;

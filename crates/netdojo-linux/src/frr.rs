@@ -104,13 +104,13 @@ fn owner_of(line: &str) -> Option<&'static str> {
 /// One session on a daemon's vty socket, in vtysh's protocol: a NUL-terminated line, answered by
 /// the output, three NUL bytes and the status (lib/vty.c `vtysh_flush`).
 struct VtySession {
-    daemon: &'static str,
+    daemon: String,
     sock: tokio::net::UnixStream,
 }
 
 impl VtySession {
-    async fn connect(daemon: &'static str, path: &Path) -> std::io::Result<Self> {
-        Ok(Self { daemon, sock: tokio::net::UnixStream::connect(path).await? })
+    async fn connect(daemon: &str, path: &Path) -> std::io::Result<Self> {
+        Ok(Self { daemon: daemon.to_string(), sock: tokio::net::UnixStream::connect(path).await? })
     }
 
     /// Sends `line`; its status and output.
@@ -426,7 +426,7 @@ impl Frr {
         timeout: Duration,
     ) -> Result<Vec<(u8, String)>, FrrError> {
         let talk = async {
-            let mut session = VtySession::connect("", &self.vty_path(daemon)).await?;
+            let mut session = VtySession::connect(daemon, &self.vty_path(daemon)).await?;
             let mut outputs = Vec::with_capacity(lines.len());
             for line in lines {
                 outputs.push(session.ask(line).await?);
@@ -543,7 +543,7 @@ impl Frr {
             .iter_mut()
             .zip(targets)
             .filter(|(_, t)| **t)
-            .map(|(s, _)| async move { (s.daemon, s.ask(line).await) });
+            .map(|(s, _)| async move { (s.daemon.clone(), s.ask(line).await) });
         let answers = futures::future::join_all(asks).await;
         let mut accepted_by = Vec::new();
         let mut refused = false;
@@ -554,6 +554,11 @@ impl Frr {
                 what: format!("{daemon} vty: `{}`", line.trim()),
                 source,
             })?;
+            said.push(format!(
+                "{daemon}: status {status}{}{}",
+                if text.trim().is_empty() { "" } else { ", " },
+                text.trim()
+            ));
             match status {
                 CMD_SUCCESS | CMD_WARNING => {
                     accepted_by.push(daemon);
@@ -562,11 +567,6 @@ impl Frr {
                 CMD_ERR_NO_MATCH if !every => {}
                 _ => refused = true,
             }
-            said.push(format!(
-                "{daemon}: status {status}{}{}",
-                if text.trim().is_empty() { "" } else { ", " },
-                text.trim()
-            ));
         }
         if refused || accepted_by.is_empty() {
             return Err(FrrError::Config {
