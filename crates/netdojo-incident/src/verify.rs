@@ -10,10 +10,11 @@
 //! Each repair is also checked step by step, as the environment's state check judges an
 //! agent's step (the health once the step has settled, against the health before it): a step
 //! that breaks a check that passed is unsafe. A single fault whose own repair is unsafe is
-//! replaced. For several faults the repair orders are tried (the last injected first, then the
-//! other permutations), each from a freshly injected lab, and the first under which no step
-//! breaks a passing check is recorded in the task (`setup.repair_order`), the order the
-//! oracle's calls follow; when no order is safe, the last fault is replaced.
+//! replaced. For several faults the repair orders are tried (the fault with the widest symptom
+//! first, then the other permutations), each from a freshly injected lab. The first under which
+//! no step breaks a passing check and every step brings some check back is recorded in the task
+//! (`setup.repair_order`), the order the oracle's calls follow; failing that, the safe order
+//! with the fewest idle steps; when no order is safe, the last fault is replaced.
 //!
 //! Last, the task's faults are tried as the lab starts: injected once the routers have their
 //! configuration, before the protocols converge ([`LiveLab::start_injected`]). If exactly the
@@ -110,17 +111,25 @@ async fn showing(live: &LiveLab, symptom: &[String], patience: Patience) -> Heal
     live.wait_health(shows, patience.symptom).await
 }
 
+/// What repairing in one order did: the checks its steps broke, and how many of its steps
+/// left fewer checks passing or as many as before (the environment's unproductive changes).
+#[derive(Debug, Default)]
+struct Repaired {
+    broke: Vec<String>,
+    idle: usize,
+}
+
 /// Repairs `picks` in `order`, step by step ([`repair_steps`]), from the health `start`; returns
-/// what the steps broke (`Err`: a repair that could not be applied).
+/// what the steps broke and how many were idle (`Err`: a repair that could not be applied).
 async fn repair_in(
     live: &LiveLab,
     picks: &[Pick],
     order: &[usize],
     start: Health,
     patience: Patience,
-) -> Result<Vec<String>, String> {
+) -> Result<Repaired, String> {
     let mut current = start;
-    let mut broke = Vec::new();
+    let mut out = Repaired::default();
     for &i in order {
         let fault = &picks[i].fault;
         for step in repair_steps(fault) {
@@ -131,17 +140,21 @@ async fn repair_in(
             // dying a dead interval after the change) is not blamed on the next one.
             tokio::time::sleep(QUIET).await;
             let after = live.health().await;
-            broke.extend(
+            out.broke.extend(
                 current
                     .passing()
                     .into_iter()
                     .filter(|n| settled.passed(n) == Some(false) || after.passed(n) == Some(false))
                     .map(|n| format!("repairing {} on {} breaks {n}", fault.fault_type, fault.device)),
             );
+            // As the environment counts an unproductive change: on the health the step settled to.
+            if settled.passing().len() <= current.passing().len() {
+                out.idle += 1;
+            }
             current = after;
         }
     }
-    Ok(broke)
+    Ok(out)
 }
 
 /// One fault alone: its symptom, and whether its repair, step by step, breaks no check that
@@ -150,7 +163,7 @@ async fn try_fault(live: &LiveLab, pick: &Pick, patience: Patience) -> Result<Ve
     apply_all(live, &pick.fault.inject).await.map_err(|e| format!("injection failed: {e}"))?;
     let seen = symptom(live, patience).await;
     let before = showing(live, &seen, patience).await;
-    let broke = repair_in(live, std::slice::from_ref(pick), &[0], before, patience).await?;
+    let broke = repair_in(live, std::slice::from_ref(pick), &[0], before, patience).await?.broke;
     let back = live.wait_health(Health::all_passed, patience.repair).await;
     if !back.all_passed() {
         return Err(format!("the lab is not healthy after the repair: {}", back.describe_failing()));
@@ -167,8 +180,11 @@ async fn try_fault(live: &LiveLab, pick: &Pick, patience: Patience) -> Result<Ve
 /// How many times the last fault of a task is replaced when the faults together fail.
 const MAX_JOINT_REDRAWS: usize = 8;
 
-/// The orders to repair `n` faults in: the last injected first, then the other permutations.
-fn orders(n: usize) -> Vec<Vec<usize>> {
+/// The orders to repair `picks` in: first the one that repairs the fault with the most symptom
+/// checks of its own first (the later injected first among equals), whose steps each bring
+/// some checks back where one fault's symptom covers another's; then every other permutation,
+/// the last injected first.
+fn orders(picks: &[Pick]) -> Vec<Vec<usize>> {
     fn permute(rest: Vec<usize>, prefix: Vec<usize>, out: &mut Vec<Vec<usize>>) {
         if rest.is_empty() {
             out.push(prefix);
@@ -182,14 +198,20 @@ fn orders(n: usize) -> Vec<Vec<usize>> {
             permute(r, p, out);
         }
     }
+    let mut widest: Vec<usize> = (0..picks.len()).rev().collect();
+    widest.sort_by_key(|&i| std::cmp::Reverse(picks[i].fault.symptom.len()));
     let mut out = Vec::new();
-    permute((0..n).rev().collect(), Vec::new(), &mut out);
+    permute((0..picks.len()).rev().collect(), Vec::new(), &mut out);
+    out.retain(|o| o != &widest);
+    out.insert(0, widest);
     out
 }
 
 /// All `picks` injected together: the checks they break and a repair order under which no
-/// step breaks a check that passed (see the module); `Err` when they break none, when their
-/// repairs do not bring the lab back, or when no order is safe.
+/// step breaks a check that passed (see the module), preferring one under which every step
+/// brings some check back (the oracle makes no unproductive change, and no step waits out the
+/// environment's settle time); `Err` when they break none, when their repairs do not bring the
+/// lab back, or when no order is safe.
 async fn try_joint(
     live: &LiveLab,
     picks: &[Pick],
@@ -204,12 +226,14 @@ async fn try_joint(
     inject().await?;
     let seen = symptom(live, patience).await;
     let mut unsafe_orders = Vec::new();
-    for (k, order) in orders(picks.len()).into_iter().enumerate() {
+    // The safe order with the fewest idle steps so far.
+    let mut best: Option<(usize, Vec<usize>)> = None;
+    for (k, order) in orders(picks).into_iter().enumerate() {
         if k > 0 {
             inject().await?;
         }
         let before = showing(live, &seen, patience).await;
-        let broke = repair_in(live, picks, &order, before, patience).await?;
+        let repaired = repair_in(live, picks, &order, before, patience).await?;
         let back = live.wait_health(Health::all_passed, patience.repair).await;
         if !back.all_passed() {
             return Err(format!("are not repaired by their repairs: {}", back.describe_failing()));
@@ -217,12 +241,21 @@ async fn try_joint(
         if seen.is_empty() {
             return Err("break no check".into());
         }
-        if broke.is_empty() {
+        if !repaired.broke.is_empty() {
+            unsafe_orders.push(format!("{order:?}: {}", repaired.broke.join(", ")));
+            continue;
+        }
+        if repaired.idle == 0 {
             return Ok((seen, order));
         }
-        unsafe_orders.push(format!("{order:?}: {}", broke.join(", ")));
+        if best.as_ref().is_none_or(|(idle, _)| repaired.idle < *idle) {
+            best = Some((repaired.idle, order));
+        }
     }
-    Err(format!("have no safe repair order ({})", unsafe_orders.join("; ")))
+    match best {
+        Some((_, order)) => Ok((seen, order)),
+        None => Err(format!("have no safe repair order ({})", unsafe_orders.join("; "))),
+    }
 }
 
 /// The faults injected as the lab starts ([`LiveLab::start_injected`]) show exactly the
@@ -255,7 +288,7 @@ async fn try_at_start(
             tokio::time::sleep(QUIET).await;
         }
         let before = live.health().await;
-        let broke = repair_in(&live, picks, order, before, patience).await?;
+        let broke = repair_in(&live, picks, order, before, patience).await?.broke;
         let back = live.wait_health(Health::all_passed, patience.repair).await;
         if !back.all_passed() {
             return Err(format!("started with its faults, not repaired: {}", back.describe_failing()));
@@ -406,5 +439,40 @@ impl IncidentGenerator {
         let task = self.task(seed, index, &verified, Some(joint))?;
         report.took = started.elapsed();
         Ok((task, report))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fault::Fault;
+
+    fn pick(device: &str, symptom: usize) -> Pick {
+        Pick {
+            fault_type: FaultType::InterfaceDown,
+            candidate: 0,
+            fault: Fault {
+                fault_type: FaultType::InterfaceDown,
+                device: device.into(),
+                detail: String::new(),
+                inject: vec![],
+                repair: vec![],
+                symptom: (0..symptom).map(|i| format!("check {i}")).collect(),
+            },
+        }
+    }
+
+    #[test]
+    fn the_widest_symptom_is_repaired_first_then_every_other_order_once() {
+        // r2's symptom covers the others': repairing it first brings checks back at once.
+        let picks = [pick("r1", 1), pick("r2", 3), pick("r3", 1)];
+        let all = orders(&picks);
+        assert_eq!(all[0], vec![1, 2, 0], "widest first, the later injected first among equals");
+        assert_eq!(all[1], vec![2, 1, 0], "then the last injected first, as before");
+        assert_eq!(all.len(), 6);
+        let distinct: BTreeSet<&Vec<usize>> = all.iter().collect();
+        assert_eq!(distinct.len(), 6, "no order twice");
+        // Equal symptoms: the last injected first, as the order always began.
+        assert_eq!(orders(&[pick("r1", 2), pick("r2", 2)]), vec![vec![1, 0], vec![0, 1]]);
     }
 }
