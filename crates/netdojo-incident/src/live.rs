@@ -65,6 +65,8 @@ pub struct LiveLab {
     book: AddressBook,
     services: Mutex<Services>,
     times: StartTimes,
+    /// The routers whose OSPF external routes wait for [`LiveLab::release_ospf_externals`].
+    ospf_held: Vec<String>,
     // Last: dropped after the services, which run in its namespaces.
     network: Network,
 }
@@ -151,6 +153,7 @@ impl LiveLab {
         let start = Instant::now();
         let mut live = Self::build(lab, pool, &[]).await?;
         let t = Instant::now();
+        live.release_ospf_externals(&BTreeSet::new(), convergence).await?;
         let (health, last) = live.wait_failing(&BTreeSet::new(), convergence).await;
         live.times.health = last;
         if !health.all_passed() {
@@ -185,6 +188,7 @@ impl LiveLab {
         let start = Instant::now();
         let mut live = Self::build(lab, pool, inject).await?;
         let t = Instant::now();
+        live.release_ospf_externals(symptom, within).await?;
         let (health, last) = live.wait_failing(symptom, within).await;
         live.times.health = last;
         let failing: BTreeSet<String> = health.failing().into_iter().map(str::to_string).collect();
@@ -248,6 +252,11 @@ impl LiveLab {
             book: AddressBook::of(lab),
             services: Mutex::new(services),
             times: StartTimes { network: built, ..StartTimes::default() },
+            ospf_held: deferred
+                .iter()
+                .filter(|(_, config)| hold_ospf_externals(config).is_some())
+                .map(|(name, _)| name.clone())
+                .collect(),
             network,
         };
         let t = Instant::now();
@@ -289,7 +298,7 @@ impl LiveLab {
                 node: router.clone(),
             })?;
             let release = releases_bgp_at_once(config);
-            let mut text = config.clone();
+            let mut text = hold_ospf_externals(config).unwrap_or_else(|| config.clone());
             if release {
                 for line in BGP_RELEASE {
                     text.push('\n');
@@ -308,6 +317,122 @@ impl LiveLab {
         });
         futures::future::try_join_all(applies).await?;
         Ok(())
+    }
+
+    /// Lets the OSPF routers that [`hold_ospf_externals`] held originate their external routes,
+    /// once the other OSPF routers can install them on arrival ([`LiveLab::asbrs_known`]), at
+    /// most `within`. Each held router's `redistribute` and `default-information originate`
+    /// lines, as its running configuration has them (a fault woven into the configuration may
+    /// have removed or changed one), are typed again without the holding route-map, which is
+    /// then deleted: the running configuration is the lab's. An AS-external LSA that reaches a
+    /// router whose last SPF found its ASBR is installed at once (ospf_ase.c
+    /// `ospf_ase_incremental_update`); one flooded with the initial database waits for the
+    /// external route calculation that each SPF schedules a fixed second later
+    /// (`OSPF_ASE_CALC_INTERVAL`, no command sets it).
+    async fn release_ospf_externals(
+        &self,
+        failing: &BTreeSet<String>,
+        within: Duration,
+    ) -> Result<(), IncidentError> {
+        let held = &self.ospf_held;
+        if held.is_empty() {
+            return Ok(());
+        }
+        let start = Instant::now();
+        let mut quiet = 0;
+        while start.elapsed() < within {
+            match self.asbrs_known(failing).await? {
+                Known::All => break,
+                Known::NotYet => quiet = 0,
+                Known::Settled => {
+                    quiet += 1;
+                    if quiet >= 3 {
+                        break;
+                    }
+                }
+            }
+            tokio::time::sleep(state_every(start)).await;
+        }
+        tracing::debug!(lab = %self.lab.name, elapsed = ?start.elapsed(), "releasing OSPF externals");
+        let releases = held.iter().map(|router| async move {
+            let frr = self.frr_of(router)?;
+            let frr_err =
+                |source| IncidentError::Frr { lab: self.lab.name.clone(), device: router.clone(), source };
+            // `show running-config` is an enable-mode command on a daemon's vty.
+            let lines = ["enable", "show running-config"].map(String::from);
+            let running = frr
+                .vty("ospfd", &lines, Duration::from_secs(5))
+                .await
+                .map_err(frr_err)?
+                .pop()
+                .unwrap_or_default();
+            frr.apply_config(&release_ospf_externals(&running)).await.map_err(frr_err)?;
+            Ok::<_, IncidentError>(())
+        });
+        futures::future::try_join_all(releases).await?;
+        Ok(())
+    }
+
+    /// Whether every OSPF router has the held routers among the ASBRs its last SPF found (`show
+    /// ip ospf route json`, `routerType` `asbr`), after every adjacency the lab checks is Full
+    /// (those in `failing` excepted). A router a fault cuts off never finds them: once the
+    /// adjacencies are Full and no router has an SPF pending, the routers are [`Known::Settled`].
+    async fn asbrs_known(&self, failing: &BTreeSet<String>) -> Result<Known, IncidentError> {
+        let adjacency = |name: &str| name.starts_with("ospf ") && !failing.contains(name);
+        if let Some(state) = health::run_state(&self.network, &self.lab, &self.book).await
+            && !state.results.iter().filter(|r| adjacency(&r.name)).all(|r| r.passed)
+        {
+            return Ok(Known::NotYet);
+        }
+        let show = |router: &str, command: &'static str| {
+            let router = router.to_string();
+            async move {
+                let frr = self.frr_of(&router)?;
+                let text = frr.show("ospfd", command).await.map_err(|source| IncidentError::Frr {
+                    lab: self.lab.name.clone(),
+                    device: router.clone(),
+                    source,
+                })?;
+                Ok::<_, IncidentError>((
+                    router,
+                    serde_json::from_str::<serde_json::Value>(&text).unwrap_or_default(),
+                ))
+            }
+        };
+        let speakers: Vec<String> = self
+            .lab
+            .topology()
+            .nodes()
+            .filter(|(_, n)| n.config.as_deref().is_some_and(|c| c.lines().any(opens_ospf)))
+            .map(|(name, _)| name.to_string())
+            .collect();
+        let ids: BTreeMap<String, String> =
+            futures::future::try_join_all(self.ospf_held.iter().map(|r| show(r, "show ip ospf json")))
+                .await?
+                .into_iter()
+                .filter_map(|(r, v)| Some((r, v["routerId"].as_str()?.to_string())))
+                .collect();
+        let processes =
+            futures::future::try_join_all(speakers.iter().map(|r| show(r, "show ip ospf json"))).await?;
+        let routes =
+            futures::future::try_join_all(speakers.iter().map(|r| show(r, "show ip ospf route json")))
+                .await?;
+        let listed = routes.iter().all(|(router, table)| {
+            ids.iter()
+                .filter(|(asbr, _)| *asbr != router)
+                .all(|(_, id)| table[id.as_str()]["routerType"].as_str() == Some("asbr"))
+        });
+        if listed {
+            return Ok(Known::All);
+        }
+        let pending = processes.iter().any(|(_, v)| v.get("spfTimerDueInMsecs").is_some());
+        Ok(if pending { Known::NotYet } else { Known::Settled })
+    }
+
+    fn frr_of(&self, router: &str) -> Result<&netdojo_linux::frr::Frr, IncidentError> {
+        self.network
+            .frr(router)
+            .ok_or_else(|| IncidentError::NotRouter { lab: self.lab.name.clone(), node: router.into() })
     }
 
     /// Has bgpd apply its route-map changes now rather than when the route-map update timer
@@ -572,6 +697,97 @@ fn releases_bgp_at_once(config: &str) -> bool {
     lines.iter().any(|l| l.starts_with("router bgp ")) && lines.contains(&"bgp route-map delay-timer 1")
 }
 
+/// What [`LiveLab::asbrs_known`] found.
+enum Known {
+    /// Every OSPF router has every held router as an ASBR.
+    All,
+    /// Some adjacency is not Full yet, or some router's SPF is pending.
+    NotYet,
+    /// The adjacencies are Full and no SPF is pending, yet some router lacks a held ASBR.
+    Settled,
+}
+
+/// The route-map [`hold_ospf_externals`] gives an OSPF router's redistribution while the lab
+/// starts: it denies everything, so the router is an ASBR (its router-LSA says so from the
+/// start) and originates no external route until [`LiveLab`] releases it.
+pub const OSPF_HOLD: &str = "NETDOJO-OSPF-HOLD";
+
+/// Whether `line` opens an OSPFv2 instance (`router ospf`, not `router ospf6`).
+fn opens_ospf(line: &str) -> bool {
+    let mut words = line.split_whitespace();
+    words.next() == Some("router") && words.next() == Some("ospf")
+}
+
+/// Whether `line` (trimmed) ends a configuration block.
+fn closes_block(line: &str) -> bool {
+    matches!(line, "exit" | "!" | "exit-vrf")
+}
+
+/// Whether `line` (trimmed, in `router ospf`) originates external routes and names no route-map
+/// of its own.
+fn originates_externals(line: &str) -> bool {
+    (line.starts_with("redistribute ") || line.starts_with("default-information originate"))
+        && !line.split_whitespace().any(|w| w == "route-map")
+}
+
+/// `config` with each `router ospf` line that originates external routes held by [`OSPF_HOLD`]
+/// (defined first); `None` when there is none.
+fn hold_ospf_externals(config: &str) -> Option<String> {
+    let mut out = format!("route-map {OSPF_HOLD} deny 1\nexit\n");
+    let mut held = false;
+    let mut in_ospf = false;
+    for line in config.lines() {
+        let trimmed = line.trim();
+        if opens_ospf(trimmed) {
+            in_ospf = true;
+        } else if closes_block(trimmed) || !line.starts_with(' ') {
+            in_ospf = false;
+        }
+        out.push_str(line);
+        if in_ospf && originates_externals(trimmed) {
+            out.push_str(&format!(" route-map {OSPF_HOLD}"));
+            held = true;
+        }
+        out.push('\n');
+    }
+    held.then_some(out)
+}
+
+/// What releases a router held by [`hold_ospf_externals`], from its ospfd's running
+/// configuration: every held line typed again without the route-map, in its `router ospf`,
+/// then the route-map deleted.
+fn release_ospf_externals(running: &str) -> String {
+    let suffix = format!(" route-map {OSPF_HOLD}");
+    let mut out = String::new();
+    let mut opener: Option<&str> = None;
+    let mut entered = false;
+    for line in running.lines() {
+        let trimmed = line.trim();
+        if opens_ospf(trimmed) {
+            opener = Some(trimmed);
+            entered = false;
+        } else if closes_block(trimmed) || !line.starts_with(' ') {
+            if entered {
+                out.push_str("exit\n");
+            }
+            opener = None;
+            entered = false;
+        } else if let (Some(open), Some(kept)) = (opener, trimmed.strip_suffix(&suffix)) {
+            if !entered {
+                out.push_str(open);
+                out.push('\n');
+                entered = true;
+            }
+            out.push_str(&format!(" {kept}\n"));
+        }
+    }
+    if entered {
+        out.push_str("exit\n");
+    }
+    out.push_str(&format!("no route-map {OSPF_HOLD}\n"));
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -600,6 +816,41 @@ mod tests {
         let v6 = router_spec(true);
         assert_eq!(v6.sysctls.get("net.ipv6.conf.all.forwarding").map(String::as_str), Some("1"));
         assert!(!v6.sysctls.contains_key("net.ipv6.conf.all.disable_ipv6"));
+    }
+
+    #[test]
+    fn an_ospf_router_s_externals_are_held_then_released_as_its_running_configuration_has_them() {
+        let config = "interface eth1\n ip ospf network point-to-point\nexit\nip route 10.1.0.0/24 10.9.0.2\n\
+                      router ospf\n ospf router-id 1.1.1.1\n redistribute static metric 20\n \
+                      default-information originate metric 10\n redistribute connected route-map LAN\n \
+                      network 10.0.0.0/30 area 0\nexit\nrouter bgp 65001\n redistribute static\nexit\n\
+                      router ospf6\n redistribute static\nexit\n";
+        let held = hold_ospf_externals(config).expect("held");
+        assert!(held.starts_with("route-map NETDOJO-OSPF-HOLD deny 1\nexit\n"));
+        assert!(held.contains(" redistribute static metric 20 route-map NETDOJO-OSPF-HOLD\n"));
+        assert!(held.contains(" default-information originate metric 10 route-map NETDOJO-OSPF-HOLD\n"));
+        // Its own route-map, BGP's and OSPFv3's redistribution are left alone.
+        assert!(held.contains(" redistribute connected route-map LAN\n"));
+        assert!(held.contains("router bgp 65001\n redistribute static\n"));
+        assert!(held.contains("router ospf6\n redistribute static\n"));
+        assert_eq!(held.matches("NETDOJO-OSPF-HOLD").count(), 3);
+        assert_eq!(hold_ospf_externals("router ospf\n network 10.0.0.0/30 area 0\nexit\n"), None);
+        assert_eq!(hold_ospf_externals("router bgp 1\n redistribute static\nexit\n"), None);
+
+        // ospfd's running configuration after a fault removed the default's origination.
+        let running = "frr version 8.4.4\nhostname r1\n!\nrouter ospf\n ospf router-id 1.1.1.1\n \
+                       redistribute static metric 20 route-map NETDOJO-OSPF-HOLD\n \
+                       redistribute connected route-map LAN\n network 10.0.0.0/30 area 0\nexit\n!\n\
+                       route-map NETDOJO-OSPF-HOLD deny 1\nexit\n!\nend\n";
+        assert_eq!(
+            release_ospf_externals(running),
+            "router ospf\n redistribute static metric 20\nexit\nno route-map NETDOJO-OSPF-HOLD\n"
+        );
+        // Nothing held any more (a fault rewrote the line): the route-map goes all the same.
+        assert_eq!(
+            release_ospf_externals("router ospf\n redistribute static metric 5\nexit\n"),
+            "no route-map NETDOJO-OSPF-HOLD\n"
+        );
     }
 
     #[test]
