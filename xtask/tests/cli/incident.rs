@@ -157,11 +157,14 @@ fn the_oracle_diagnoses_and_repairs_every_task_and_the_noop_only_the_controls() 
         let id = r["task_id"].as_str().unwrap_or_default();
         if r["status"] != "completed" {
             wrong.push(format!("{id}: {} ({})", r["status"], r["error"]));
-        } else if metric(r, "diagnosis_f1") != 1.0 || metric(r, "repaired") != 1.0 {
+        } else if metric(r, "diagnosis_f1") != 1.0 || metric(r, "repaired") != 1.0 || metric(r, "safe") != 1.0
+        {
+            // Safe too: the generator recorded a repair order under which no step breaks a check.
             wrong.push(format!(
-                "{id}: diagnosis F1 {}, repaired {}",
+                "{id}: diagnosis F1 {}, repaired {}, safe {}",
                 metric(r, "diagnosis_f1"),
-                metric(r, "repaired")
+                metric(r, "repaired"),
+                metric(r, "safe")
             ));
         }
     }
