@@ -180,10 +180,12 @@ async fn try_fault(live: &LiveLab, pick: &Pick, patience: Patience) -> Result<Ve
 /// How many times the last fault of a task is replaced when the faults together fail.
 const MAX_JOINT_REDRAWS: usize = 8;
 
-/// The orders to repair `picks` in: first the one that repairs the fault with the most symptom
-/// checks of its own first (the later injected first among equals), whose steps each bring
-/// some checks back where one fault's symptom covers another's; then every other permutation,
-/// the last injected first.
+/// The orders to repair `picks` in: first a preferred one, then every other permutation, the
+/// last injected first. The preferred order repairs a fault whose symptom races first
+/// ([`FaultType::symptom_races`]: while a duplicate router-id is there the checks flap, and any
+/// other step could be judged by a flap), then the fault with the most symptom checks of its
+/// own (so that each step brings some checks back where one fault's symptom covers another's),
+/// the later injected first among equals.
 fn orders(picks: &[Pick]) -> Vec<Vec<usize>> {
     fn permute(rest: Vec<usize>, prefix: Vec<usize>, out: &mut Vec<Vec<usize>>) {
         if rest.is_empty() {
@@ -199,7 +201,10 @@ fn orders(picks: &[Pick]) -> Vec<Vec<usize>> {
         }
     }
     let mut widest: Vec<usize> = (0..picks.len()).rev().collect();
-    widest.sort_by_key(|&i| std::cmp::Reverse(picks[i].fault.symptom.len()));
+    widest.sort_by_key(|&i| {
+        let fault = &picks[i].fault;
+        (!fault.fault_type.symptom_races(), std::cmp::Reverse(fault.symptom.len()))
+    });
     let mut out = Vec::new();
     permute((0..picks.len()).rev().collect(), Vec::new(), &mut out);
     out.retain(|o| o != &widest);
@@ -486,5 +491,9 @@ mod tests {
         assert_eq!(distinct.len(), 6, "no order twice");
         // Equal symptoms: the last injected first, as the order always began.
         assert_eq!(orders(&[pick("r1", 2), pick("r2", 2)]), vec![vec![1, 0], vec![0, 1]]);
+        // A duplicate router-id goes first, however narrow its symptom.
+        let mut racing = pick("r1", 1);
+        racing.fault.fault_type = FaultType::OspfDuplicateRouterId;
+        assert_eq!(orders(&[racing, pick("r2", 3)])[0], vec![0, 1]);
     }
 }
