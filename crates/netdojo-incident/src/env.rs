@@ -23,7 +23,7 @@ use crate::catalogue::FaultType;
 use crate::fault::{Action, Fault};
 use crate::health::Health;
 use crate::lab::{Lab, ServiceKind};
-use crate::live::{CONVERGENCE, LiveLab, router_spec};
+use crate::live::{CONVERGENCE, LiveLab, router_spec, start_twice};
 use crate::score::{DIAGNOSIS_CHECK, agreement, parse_diagnosis};
 use crate::task::{APPLICATION, Diagnosed, faults_of, lab_hash, setup_of, tools, truth};
 
@@ -236,19 +236,9 @@ impl IncidentEnv {
     ) -> Result<Health, EnvError> {
         let started = Instant::now();
         let pool = self.pools.as_ref().map(|p| &p[usize::from(lab.ipv6)]);
-        // A lab that does not converge is none of the agent's doing, and rare (a route of
-        // ospf6d's missing for 20 s, once in a suite's worth of starts): it is started once more,
-        // afresh, before the episode errors.
-        let live = match LiveLab::start_with(lab, pool, CONVERGENCE).await {
-            Ok(live) => live,
-            Err(first) => {
-                tracing::warn!(task = %task.id, "the lab did not come up ({first}); starting it once more");
-                LiveLab::start_with(lab, pool, CONVERGENCE).await.map_err(|e| {
-                    EnvError::setup(ENV, format!("starting the lab (twice; the first time: {first})"))
-                        .with_source(e)
-                })?
-            }
-        };
+        let live = start_twice(&lab.name, || LiveLab::start_with(lab, pool, CONVERGENCE))
+            .await
+            .map_err(|e| EnvError::setup(ENV, "starting the lab").with_source(e))?;
         self.phases.lab = live.times();
         self.live = Some(live);
         self.phases.start = started.elapsed();
@@ -766,20 +756,10 @@ impl Environment for IncidentEnv {
             let pool = self.pools.as_ref().map(|p| &p[usize::from(lab.ipv6)]);
             let inject: Vec<Action> = faults.iter().flat_map(|f| f.inject.iter().cloned()).collect();
             let within = CONVERGENCE + self.options.symptom;
-            let (live, health) = match LiveLab::start_injected(&lab, pool, &inject, &symptom, within).await {
-                Ok(started) => started,
-                Err(first) => {
-                    // Once more, afresh: see `start_then_inject`.
-                    tracing::warn!(task = %task.id, "the lab did not start as verified ({first}); starting it once more");
-                    LiveLab::start_injected(&lab, pool, &inject, &symptom, within).await.map_err(|e| {
-                        EnvError::setup(
-                            ENV,
-                            format!("starting the lab with its faults (twice; the first time: {first})"),
-                        )
-                        .with_source(e)
-                    })?
-                }
-            };
+            let (live, health) =
+                start_twice(&lab.name, || LiveLab::start_injected(&lab, pool, &inject, &symptom, within))
+                    .await
+                    .map_err(|e| EnvError::setup(ENV, "starting the lab with its faults").with_source(e))?;
             let times = live.times();
             self.phases = Phases {
                 start: times.total.saturating_sub(times.inject),

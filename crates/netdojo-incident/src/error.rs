@@ -22,6 +22,14 @@ pub enum IncidentError {
         "lab {lab}: started with its faults, not showing their symptom after {waited:?}; expected failing: {expected}; failing: {failing}"
     )]
     NotShowing { lab: String, waited: Duration, expected: String, failing: String },
+    /// A lab that did not come up, started once more ([`crate::live::start_twice`]), and not
+    /// up then either.
+    #[error("{second} (the first time: {first})")]
+    Twice {
+        first: Box<IncidentError>,
+        #[source]
+        second: Box<IncidentError>,
+    },
     #[error("lab {lab}: no node `{node}`")]
     NoNode { lab: String, node: String },
     #[error("lab {lab}: `{node}` is not a router (vtysh runs on `frr` nodes)")]

@@ -240,6 +240,14 @@ impl LiveLab {
                 config.push_str(line);
             }
         }
+        // OSPF external routes wait for `release_ospf_externals` (see `hold_ospf_externals`).
+        let mut ospf_held = Vec::new();
+        for (name, config) in deferred.iter_mut() {
+            if let Some(held) = hold_ospf_externals(config) {
+                *config = held;
+                ospf_held.push(name.clone());
+            }
+        }
         let (network, built) = Network::build_with(topology, pool)
             .await
             .map_err(|source| IncidentError::Network { lab: lab.name.clone(), source })?;
@@ -252,11 +260,7 @@ impl LiveLab {
             book: AddressBook::of(lab),
             services: Mutex::new(services),
             times: StartTimes { network: built, ..StartTimes::default() },
-            ospf_held: deferred
-                .iter()
-                .filter(|(_, config)| hold_ospf_externals(config).is_some())
-                .map(|(name, _)| name.clone())
-                .collect(),
+            ospf_held,
             network,
         };
         let t = Instant::now();
@@ -293,12 +297,9 @@ impl LiveLab {
     /// [`Frr::apply_config`]: netdojo_linux::frr::Frr::apply_config
     async fn configure(&self, configs: &[(String, String)]) -> Result<(), IncidentError> {
         let applies = configs.iter().map(|(router, config)| async move {
-            let frr = self.network.frr(router).ok_or_else(|| IncidentError::NotRouter {
-                lab: self.lab.name.clone(),
-                node: router.clone(),
-            })?;
+            let frr = self.frr_of(router)?;
             let release = releases_bgp_at_once(config);
-            let mut text = hold_ospf_externals(config).unwrap_or_else(|| config.clone());
+            let mut text = config.clone();
             if release {
                 for line in BGP_RELEASE {
                     text.push('\n');
@@ -338,10 +339,26 @@ impl LiveLab {
         if held.is_empty() {
             return Ok(());
         }
+        // Read once: the OSPF routers, and the held routers' router-ids (set by their
+        // configuration, already applied).
+        let speakers: Vec<String> = self
+            .lab
+            .topology()
+            .nodes()
+            .filter(|(_, n)| n.config.as_deref().is_some_and(|c| c.lines().any(opens_ospf)))
+            .map(|(name, _)| name.to_string())
+            .collect();
+        let ids: BTreeMap<String, String> =
+            futures::future::try_join_all(held.iter().map(|r| self.ospf_json(r, "show ip ospf json")))
+                .await?
+                .into_iter()
+                .zip(held)
+                .filter_map(|(v, r)| Some((r.clone(), v["routerId"].as_str()?.to_string())))
+                .collect();
         let start = Instant::now();
         let mut quiet = 0;
         while start.elapsed() < within {
-            match self.asbrs_known(failing).await? {
+            match self.asbrs_known(failing, &speakers, &ids).await? {
                 Known::All => break,
                 Known::NotYet => quiet = 0,
                 Known::Settled => {
@@ -373,51 +390,28 @@ impl LiveLab {
         Ok(())
     }
 
-    /// Whether every OSPF router has the held routers among the ASBRs its last SPF found (`show
-    /// ip ospf route json`, `routerType` `asbr`), after every adjacency the lab checks is Full
-    /// (those in `failing` excepted). A router a fault cuts off never finds them: once the
-    /// adjacencies are Full and no router has an SPF pending, the routers are [`Known::Settled`].
-    async fn asbrs_known(&self, failing: &BTreeSet<String>) -> Result<Known, IncidentError> {
+    /// Whether every OSPF router of `speakers` has the held routers (router-ids `ids`) among the
+    /// ASBRs its last SPF found (`show ip ospf route json`, `routerType` `asbr`), after every
+    /// adjacency the lab checks is Full (those in `failing` excepted). A router a fault cuts off
+    /// never finds them: once the adjacencies are Full and no router has an SPF pending, the
+    /// routers are [`Known::Settled`].
+    async fn asbrs_known(
+        &self,
+        failing: &BTreeSet<String>,
+        speakers: &[String],
+        ids: &BTreeMap<String, String>,
+    ) -> Result<Known, IncidentError> {
         let adjacency = |name: &str| name.starts_with("ospf ") && !failing.contains(name);
         if let Some(state) = health::run_state(&self.network, &self.lab, &self.book).await
             && !state.results.iter().filter(|r| adjacency(&r.name)).all(|r| r.passed)
         {
             return Ok(Known::NotYet);
         }
-        let show = |router: &str, command: &'static str| {
-            let router = router.to_string();
-            async move {
-                let frr = self.frr_of(&router)?;
-                let text = frr.show("ospfd", command).await.map_err(|source| IncidentError::Frr {
-                    lab: self.lab.name.clone(),
-                    device: router.clone(),
-                    source,
-                })?;
-                Ok::<_, IncidentError>((
-                    router,
-                    serde_json::from_str::<serde_json::Value>(&text).unwrap_or_default(),
-                ))
-            }
-        };
-        let speakers: Vec<String> = self
-            .lab
-            .topology()
-            .nodes()
-            .filter(|(_, n)| n.config.as_deref().is_some_and(|c| c.lines().any(opens_ospf)))
-            .map(|(name, _)| name.to_string())
-            .collect();
-        let ids: BTreeMap<String, String> =
-            futures::future::try_join_all(self.ospf_held.iter().map(|r| show(r, "show ip ospf json")))
-                .await?
-                .into_iter()
-                .filter_map(|(r, v)| Some((r, v["routerId"].as_str()?.to_string())))
-                .collect();
-        let processes =
-            futures::future::try_join_all(speakers.iter().map(|r| show(r, "show ip ospf json"))).await?;
-        let routes =
-            futures::future::try_join_all(speakers.iter().map(|r| show(r, "show ip ospf route json")))
-                .await?;
-        let listed = routes.iter().all(|(router, table)| {
+        let routes = futures::future::try_join_all(
+            speakers.iter().map(|r| self.ospf_json(r, "show ip ospf route json")),
+        )
+        .await?;
+        let listed = speakers.iter().zip(&routes).all(|(router, table)| {
             ids.iter()
                 .filter(|(asbr, _)| *asbr != router)
                 .all(|(_, id)| table[id.as_str()]["routerType"].as_str() == Some("asbr"))
@@ -425,8 +419,19 @@ impl LiveLab {
         if listed {
             return Ok(Known::All);
         }
-        let pending = processes.iter().any(|(_, v)| v.get("spfTimerDueInMsecs").is_some());
+        let processes =
+            futures::future::try_join_all(speakers.iter().map(|r| self.ospf_json(r, "show ip ospf json")))
+                .await?;
+        let pending = processes.iter().any(|v| v.get("spfTimerDueInMsecs").is_some());
         Ok(if pending { Known::NotYet } else { Known::Settled })
+    }
+
+    /// A JSON `show` answered by `router`'s ospfd (null when it is not JSON).
+    async fn ospf_json(&self, router: &str, command: &str) -> Result<serde_json::Value, IncidentError> {
+        let text = self.frr_of(router)?.show("ospfd", command).await.map_err(|source| {
+            IncidentError::Frr { lab: self.lab.name.clone(), device: router.into(), source }
+        })?;
+        Ok(serde_json::from_str(&text).unwrap_or_default())
     }
 
     fn frr_of(&self, router: &str) -> Result<&netdojo_linux::frr::Frr, IncidentError> {
@@ -441,10 +446,7 @@ impl LiveLab {
     /// (bgp_vty.c); the timer is then set back to the lab's 1 s. Sent on bgpd's own vty socket
     /// (no vtysh process).
     async fn flush_route_maps(&self, router: &str) -> Result<(), IncidentError> {
-        let frr = self
-            .network
-            .frr(router)
-            .ok_or_else(|| IncidentError::NotRouter { lab: self.lab.name.clone(), node: router.into() })?;
+        let frr = self.frr_of(router)?;
         let lines = [
             "enable",
             "configure terminal",
@@ -667,6 +669,26 @@ impl LiveLab {
         let LiveLab { services, network, .. } = self;
         services.into_inner().stop_all();
         let _ = tokio::task::spawn_blocking(move || drop(network)).await;
+    }
+}
+
+/// `start` (a lab's start), once more and afresh when it fails: a lab that does not come up
+/// (not healthy, or not showing exactly its verified symptom) is none of the agent's doing, and
+/// rare (dual-stack lacked an OSPFv3 route for 20 s twice in a few hundred starts), so the
+/// environment and the generator start it again before they give up. The first failure is
+/// logged, and kept in the error ([`IncidentError::Twice`]).
+pub async fn start_twice<T, Fut>(lab: &str, start: impl Fn() -> Fut) -> Result<T, IncidentError>
+where
+    Fut: std::future::Future<Output = Result<T, IncidentError>>,
+{
+    match start().await {
+        Ok(started) => Ok(started),
+        Err(first) => {
+            tracing::warn!(lab, "the lab did not come up ({first}); starting it once more");
+            start()
+                .await
+                .map_err(|second| IncidentError::Twice { first: Box::new(first), second: Box::new(second) })
+        }
     }
 }
 

@@ -36,7 +36,7 @@ use crate::fault::Action;
 use crate::generate::{Draw, IncidentGenerator, Pick};
 use crate::health::Health;
 use crate::lab::Lab;
-use crate::live::{CONVERGENCE, LiveLab};
+use crate::live::{CONVERGENCE, LiveLab, start_twice};
 use crate::task::{APPLICATION, repair_steps};
 
 /// How long verification waits at each stage.
@@ -308,20 +308,12 @@ async fn try_at_start(
     outcome
 }
 
-/// The healthy lab, started afresh once more if it did not come up: a lab that has not
-/// converged is no fault's doing, and one such start (dual-stack once, in the 200 tasks' worth
-/// of starts of a suite, an OSPFv3 loopback route missing for 20 s) should not end a generation
-/// that has run for a quarter of an hour.
+/// The healthy lab, started once more if it did not come up ([`start_twice`]): one bad start
+/// should not end a generation that has run for a quarter of an hour.
 async fn start(lab: &Lab) -> Result<LiveLab, TaskError> {
-    match LiveLab::start(lab).await {
-        Ok(live) => Ok(live),
-        Err(first) => {
-            tracing::warn!(lab = %lab.name, "the lab did not come up ({first}); starting it once more");
-            LiveLab::start(lab)
-                .await
-                .map_err(|e| gen_err(format!("lab {}: {e} (and before that: {first})", lab.name)))
-        }
-    }
+    start_twice(&lab.name, || LiveLab::start(lab))
+        .await
+        .map_err(|e| gen_err(format!("lab {}: {e}", lab.name)))
 }
 
 impl IncidentGenerator {
