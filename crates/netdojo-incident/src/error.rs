@@ -16,12 +16,15 @@ pub enum IncidentError {
         #[source]
         source: netdojo_linux::network::NetworkError,
     },
+    /// `state`, in this and [`IncidentError::NotShowing`]: what the routers' daemons said then
+    /// of their interfaces, neighbours and sessions ([`IncidentError::routers_state`]); left out
+    /// of the message, and logged where a lab that did not come up is started once more.
     #[error("lab {lab}: not healthy after {waited:?}; failing: {failing}")]
-    NotHealthy { lab: String, waited: Duration, failing: String },
+    NotHealthy { lab: String, waited: Duration, failing: String, state: String },
     #[error(
         "lab {lab}: started with its faults, not showing their symptom after {waited:?}; expected failing: {expected}; failing: {failing}"
     )]
-    NotShowing { lab: String, waited: Duration, expected: String, failing: String },
+    NotShowing { lab: String, waited: Duration, expected: String, failing: String, state: String },
     /// A lab that did not come up, started once more ([`crate::live::start_twice`]), and not
     /// up then either.
     #[error("{second} (the first time: {first})")]
@@ -52,4 +55,15 @@ pub enum IncidentError {
         #[source]
         source: netdojo_linux::exec::ExecError,
     },
+}
+
+impl IncidentError {
+    /// For a lab that did not come up, what its routers' daemons said of their interfaces,
+    /// neighbours and sessions when it was found so.
+    pub fn routers_state(&self) -> Option<&str> {
+        match self {
+            IncidentError::NotHealthy { state, .. } | IncidentError::NotShowing { state, .. } => Some(state),
+            _ => None,
+        }
+    }
 }

@@ -161,6 +161,7 @@ impl LiveLab {
                 lab: lab.name.clone(),
                 waited: t.elapsed(),
                 failing: health.describe_failing(),
+                state: live.routers_state().await,
             });
         }
         live.times.converge = t.elapsed();
@@ -199,6 +200,7 @@ impl LiveLab {
                 waited: t.elapsed(),
                 expected: show(symptom),
                 failing: show(&failing),
+                state: live.routers_state().await,
             });
         }
         live.times.converge = t.elapsed();
@@ -427,6 +429,37 @@ impl LiveLab {
     }
 
     /// A JSON `show` answered by `router`'s ospfd (null when it is not JSON).
+    /// What each router's daemons say of their interfaces, neighbours and sessions, for a lab
+    /// that did not come up: the failing checks say what is missing, this in what state the
+    /// protocols were (a neighbour stuck short of Full, a session waiting for a next hop, an
+    /// interface down). Read on the daemons' vty sockets; a daemon that does not answer is
+    /// named as such.
+    async fn routers_state(&self) -> String {
+        let mut commands = vec![
+            ("zebra", "show interface brief"),
+            ("ospfd", "show ip ospf neighbor"),
+            ("bgpd", "show bgp summary"),
+        ];
+        if self.lab.ipv6 {
+            commands.push(("ospf6d", "show ipv6 ospf6 neighbor"));
+        }
+        let reads = self.lab.routers().into_iter().map(|router| {
+            let commands = &commands;
+            async move {
+                let mut text = format!("--- {router}\n");
+                let Ok(frr) = self.frr_of(router) else { return text };
+                for (daemon, command) in commands {
+                    match frr.show(daemon, command).await {
+                        Ok(out) => text.push_str(&format!("# {command}\n{}\n", out.trim_end())),
+                        Err(e) => text.push_str(&format!("# {command}: {daemon} did not answer: {e}\n")),
+                    }
+                }
+                text
+            }
+        });
+        futures::future::join_all(reads).await.concat()
+    }
+
     async fn ospf_json(&self, router: &str, command: &str) -> Result<serde_json::Value, IncidentError> {
         let text = self.frr_of(router)?.show("ospfd", command).await.map_err(|source| {
             IncidentError::Frr { lab: self.lab.name.clone(), device: router.into(), source }
@@ -685,10 +718,18 @@ where
         Ok(started) => Ok(started),
         Err(first) => {
             tracing::warn!(lab, "the lab did not come up ({first}); starting it once more");
-            start()
-                .await
-                .map_err(|second| IncidentError::Twice { first: Box::new(first), second: Box::new(second) })
+            log_routers_state(lab, &first);
+            start().await.map_err(|second| {
+                log_routers_state(lab, &second);
+                IncidentError::Twice { first: Box::new(first), second: Box::new(second) }
+            })
         }
+    }
+}
+
+fn log_routers_state(lab: &str, error: &IncidentError) {
+    if let Some(state) = error.routers_state() {
+        tracing::warn!(lab, "its routers then:\n{state}");
     }
 }
 

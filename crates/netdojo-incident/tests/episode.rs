@@ -100,6 +100,16 @@ async fn a_lab_started_injected_without_its_symptom_is_refused_by_name() {
     .expect_err("a symptom that cannot show is refused");
     let text = err.to_string();
     assert!(text.contains("reach nowhere -> 192.0.2.99") && text.contains("not showing"), "{text}");
+    // What the routers' daemons said then, for the log, and not in the message.
+    let state = err.routers_state().expect("the routers' state is kept");
+    for router in labs[&setup.lab].routers() {
+        assert!(state.contains(&format!("--- {router}\n")), "{router} missing from:\n{state}");
+    }
+    for command in ["# show interface brief", "# show ip ospf neighbor", "# show bgp summary"] {
+        assert!(state.contains(command), "{command} missing from:\n{state}");
+    }
+    assert!(!state.contains("did not answer"), "{state}");
+    assert!(!text.contains("# show"), "{text}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
