@@ -45,6 +45,10 @@ pub const QUIET: Duration = Duration::from_millis(1000);
 /// takes a dead interval to show is seen). The environment judges each change by it, and the
 /// generator's verification judges the oracle's repair steps the same way.
 pub(crate) async fn settled_after(live: &LiveLab, before: &Health, settle: Duration) -> Health {
+    // An adjacency over an MD5-authenticated interface that a step reset comes back only after
+    // its dead interval (`Lab::md5_recovery`): waited out, so that it is judged the same way
+    // every time rather than by which side of `settle` it lands on.
+    let settle = settle.max(live.lab().md5_recovery().unwrap_or_default());
     let before: BTreeSet<String> = before.failing().into_iter().map(str::to_string).collect();
     let last = std::sync::Mutex::new((None::<BTreeSet<String>>, Instant::now()));
     let settled = move |h: &Health| {
