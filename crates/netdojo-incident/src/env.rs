@@ -65,6 +65,20 @@ pub(crate) async fn settled_after(live: &LiveLab, before: &Health, settle: Durat
     live.wait_health(settled, settle).await
 }
 
+/// For a task holding a fault whose symptom races ([`FaultType::symptom_races`]): the checks
+/// that one of its faults breaks on its own (its recorded symptom) but that pass in `health`.
+/// While a duplicate router-id is there, which checks fail is a coin toss, and the task is
+/// served when any check of its symptom fails; a check of this set that fails after a step is
+/// a fault's symptom showing late, not the step's breakage (task 141: repairing the duplicate
+/// router-id let another fault's AS-path symptom show, which the race had hidden at reset).
+/// Empty for every other task.
+pub(crate) fn hidden_symptom(faults: &[&Fault], health: &Health) -> BTreeSet<String> {
+    if !faults.iter().any(|f| f.fault_type.symptom_races()) {
+        return BTreeSet::new();
+    }
+    faults.iter().flat_map(|f| f.symptom.iter()).filter(|n| health.passed(n) == Some(true)).cloned().collect()
+}
+
 /// Settings shared by every episode.
 #[derive(Debug, Clone)]
 pub struct IncidentOptions {
@@ -208,6 +222,9 @@ pub struct IncidentEnv {
     changed_ever: bool,
     /// The last diagnosis the agent submitted.
     diagnosis: Option<Vec<Diagnosed>>,
+    /// Checks of a racing task's faults' symptoms that passed at reset and have not failed
+    /// since ([`hidden_symptom`]): their first failure is no step's breakage.
+    hidden: BTreeSet<String>,
     phases: Phases,
 }
 
@@ -224,6 +241,7 @@ impl IncidentEnv {
             changed: false,
             changed_ever: false,
             diagnosis: None,
+            hidden: BTreeSet::new(),
             phases: Phases::default(),
         }
     }
@@ -777,6 +795,7 @@ impl Environment for IncidentEnv {
         } else {
             self.start_then_inject(task, &lab, &faults, &symptom).await?
         };
+        self.hidden = hidden_symptom(&faults.iter().collect::<Vec<_>>(), &health);
         self.current = Some(health);
         self.previous = None;
         self.changed = false;
@@ -859,7 +878,7 @@ impl Environment for IncidentEnv {
                 let broken: Vec<String> = before
                     .passing()
                     .into_iter()
-                    .filter(|name| current.passed(name) == Some(false))
+                    .filter(|name| current.passed(name) == Some(false) && !self.hidden.contains(*name))
                     .map(|name| format!("{name} passed before this step and fails after it"))
                     .collect();
                 (broken, current.passing().len() <= before.passing().len())
@@ -869,6 +888,7 @@ impl Environment for IncidentEnv {
         let mut check = StateCheck::from_violations(violations);
         check.summary = Some(json!({"failing": current.failing(), "passing": current.passing().len()}));
         check.unproductive = unproductive;
+        self.hidden.retain(|name| current.passed(name) != Some(false));
         self.previous = Some(current.clone());
         Ok(check)
     }
@@ -940,6 +960,42 @@ mod tests {
         let show =
             specs.iter().find(|t| t.name == tools::SHOW).map(|t| t.parameters.clone()).unwrap_or_default();
         assert_eq!(show["properties"]["device"]["enum"], json!(devices));
+    }
+
+    #[test]
+    fn only_a_racing_task_s_fault_symptoms_that_passed_at_reset_are_hidden() {
+        let fault = |t: FaultType, symptom: &[&str]| Fault {
+            fault_type: t,
+            device: "r1".into(),
+            detail: String::new(),
+            inject: vec![],
+            repair: vec![],
+            symptom: symptom.iter().map(|s| s.to_string()).collect(),
+        };
+        let health = Health {
+            results: [
+                ("ospf r1 ~ 2.2.2.2", false),
+                ("reach h1 -> 10.0.2.10", true),
+                ("path h1 -> 10.0.2.10", true),
+            ]
+            .iter()
+            .map(|(name, passed)| crate::health::CheckResult {
+                name: name.to_string(),
+                passed: *passed,
+                detail: String::new(),
+            })
+            .collect(),
+        };
+        let race = fault(FaultType::OspfDuplicateRouterId, &["ospf r1 ~ 2.2.2.2"]);
+        let policy = fault(FaultType::BgpAsPathPolicyInverted, &["reach h1 -> 10.0.2.10"]);
+        // The policy's symptom passed at reset: the race hid it.
+        assert_eq!(
+            hidden_symptom(&[&race, &policy], &health),
+            BTreeSet::from(["reach h1 -> 10.0.2.10".to_string()])
+        );
+        // Without a race, a symptom that passed is judged as any other check.
+        let down = fault(FaultType::InterfaceDown, &["ospf r1 ~ 2.2.2.2"]);
+        assert!(hidden_symptom(&[&down, &policy], &health).is_empty());
     }
 
     #[test]

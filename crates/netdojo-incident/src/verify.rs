@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 use netdojo_core::{Task, TaskError};
 
 use crate::catalogue::FaultType;
-use crate::env::{IncidentOptions, QUIET, settled_after};
+use crate::env::{IncidentOptions, QUIET, hidden_symptom, settled_after};
 use crate::fault::Action;
 use crate::generate::{Draw, IncidentGenerator, Pick};
 use crate::health::Health;
@@ -128,6 +128,9 @@ async fn repair_in(
     start: Health,
     patience: Patience,
 ) -> Result<Repaired, String> {
+    // Judged as the environment judges: a racing task's fault symptom that the race hid at the
+    // start is not a step's breakage when it shows.
+    let mut hidden = hidden_symptom(&picks.iter().map(|p| &p.fault).collect::<Vec<_>>(), &start);
     let mut current = start;
     let mut out = Repaired::default();
     for &i in order {
@@ -145,12 +148,14 @@ async fn repair_in(
                     .passing()
                     .into_iter()
                     .filter(|n| settled.passed(n) == Some(false) || after.passed(n) == Some(false))
+                    .filter(|n| !hidden.contains(*n))
                     .map(|n| format!("repairing {} on {} breaks {n}", fault.fault_type, fault.device)),
             );
             // As the environment counts an unproductive change: on the health the step settled to.
             if settled.passing().len() <= current.passing().len() {
                 out.idle += 1;
             }
+            hidden.retain(|n| settled.passed(n) != Some(false) && after.passed(n) != Some(false));
             current = after;
         }
     }
