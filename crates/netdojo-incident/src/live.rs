@@ -428,7 +428,6 @@ impl LiveLab {
         Ok(if pending { Known::NotYet } else { Known::Settled })
     }
 
-    /// A JSON `show` answered by `router`'s ospfd (null when it is not JSON).
     /// What each router's daemons say of their interfaces, neighbours and sessions, for a lab
     /// that did not come up: the failing checks say what is missing, this in what state the
     /// protocols were (a neighbour stuck short of Full, a session waiting for a next hop, an
@@ -460,6 +459,7 @@ impl LiveLab {
         futures::future::join_all(reads).await.concat()
     }
 
+    /// A JSON `show` answered by `router`'s ospfd (null when it is not JSON).
     async fn ospf_json(&self, router: &str, command: &str) -> Result<serde_json::Value, IncidentError> {
         let text = self.frr_of(router)?.show("ospfd", command).await.map_err(|source| {
             IncidentError::Frr { lab: self.lab.name.clone(), device: router.into(), source }

@@ -220,7 +220,8 @@ fn orders(picks: &[Pick]) -> Vec<Vec<usize>> {
 /// How many times each repair order of a task holding a fault whose symptom races
 /// ([`FaultType::symptom_races`]) is tried: while a duplicate router-id is there, which checks
 /// a step finds failing is a coin toss, so one safe try says little (task `incident-s1-0141`'s
-/// recorded order, safe once here, broke a session in 2 of 2 whole-suite runs).
+/// recorded order had passed its one try, and its ce1 step broke the ce1-ce2 iBGP session in 2
+/// of 2 whole-suite runs).
 const RACE_TRIES: usize = 3;
 
 /// All `picks` injected together: the checks they break and a repair order under which no
