@@ -52,6 +52,13 @@ pub trait EnvironmentFactory: Send + Sync {
         Value::Null
     }
     async fn create(&self, task: &Task) -> Result<Box<dyn Environment>, EnvError>;
+
+    /// A hint that an episode of `task` will be created soon (the runner's
+    /// [`prepare_ahead`](crate::Runner::prepare_ahead)): a factory may start building that
+    /// episode's initial state in the background, for its [`Environment::reset`] to take. It
+    /// must hold what it prepares to what `reset` would have built (the same task, verified the
+    /// same way), and release what is never taken when it is dropped. The default ignores it.
+    fn prepare(&self, _task: &Task) {}
 }
 
 /// The state check after a step.

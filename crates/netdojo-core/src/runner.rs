@@ -8,7 +8,7 @@
 //! episodes that a previous attempt of the same run completed. With epochs, each task runs
 //! several times: an episode is a (task, epoch), all tasks' epoch 0 first, then epoch 1...
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -118,6 +118,11 @@ pub struct Runner {
     pub scorers: Arc<Vec<Box<dyn Scorer>>>,
     pub budget: Budget,
     pub concurrency: usize,
+    /// How many episodes beyond those in flight the environment is asked to prepare
+    /// ([`EnvironmentFactory::prepare`]), so that their setup overlaps the running episodes'
+    /// waits. 0: none, each episode's environment is built when it starts. At most
+    /// `concurrency` episodes run at once either way; up to this many more are being set up.
+    pub prepare_ahead: usize,
 }
 
 impl std::fmt::Debug for Runner {
@@ -127,6 +132,7 @@ impl std::fmt::Debug for Runner {
             .field("agent", &self.agent.name())
             .field("budget", &self.budget)
             .field("concurrency", &self.concurrency)
+            .field("prepare_ahead", &self.prepare_ahead)
             .finish()
     }
 }
@@ -147,6 +153,7 @@ impl Runner {
                 "price_per_million_tokens_usd": self.budget.price,
             },
             "concurrency": self.concurrency,
+            "prepare_ahead": self.prepare_ahead,
         })
     }
 
@@ -182,19 +189,40 @@ impl Runner {
         let mut meta: HashMap<tokio::task::Id, (Task, u32)> = HashMap::new();
         let mut episodes = (0..epochs).flat_map(|epoch| source.tasks().map(move |task| (task, epoch)));
         let concurrency = self.concurrency.max(1);
-
-        loop {
-            while in_flight.len() < concurrency && !*stop.borrow() {
-                let Some((task, epoch)) = episodes.next() else { break };
+        // The episodes to run next, in order: with `prepare_ahead`, the environment was asked
+        // to prepare each as it joined.
+        let mut upcoming: VecDeque<(Task, u32)> = VecDeque::new();
+        let mut exhausted = false;
+        let mut fill = |upcoming: &mut VecDeque<(Task, u32)>, want: usize, stats: &mut RunStats| {
+            while upcoming.len() < want && !exhausted {
+                let Some((task, epoch)) = episodes.next() else {
+                    exhausted = true;
+                    break;
+                };
                 let task = task?;
                 if done.contains(&(task.id.clone(), epoch)) {
                     stats.skipped += 1;
                     continue;
                 }
+                if self.prepare_ahead > 0 {
+                    self.env.prepare(&task);
+                }
+                upcoming.push_back((task, epoch));
+            }
+            Ok::<(), RunError>(())
+        };
+
+        loop {
+            while in_flight.len() < concurrency && !*stop.borrow() {
+                fill(&mut upcoming, 1 + self.prepare_ahead, &mut stats)?;
+                let Some((task, epoch)) = upcoming.pop_front() else { break };
                 let runner = self.clone();
                 let owned = task.clone();
                 let handle = in_flight.spawn(async move { runner.run_attempt(&owned, epoch).await });
                 meta.insert(handle.id(), (task, epoch));
+            }
+            if !*stop.borrow() {
+                fill(&mut upcoming, self.prepare_ahead, &mut stats)?;
             }
             if in_flight.is_empty() {
                 break;
@@ -226,7 +254,10 @@ impl Runner {
             store.append(&record, &trajectory)?;
             progress.finished(&record);
         }
-        stats.interrupted = *stop.borrow() && episodes.next().is_some();
+        if *stop.borrow() {
+            fill(&mut upcoming, 1, &mut stats)?;
+            stats.interrupted = !upcoming.is_empty();
+        }
         Ok(stats)
     }
 

@@ -178,6 +178,7 @@ fn runner(
         scorers: Arc::new(vec![Box::new(StateScorer)]),
         budget,
         concurrency: 3,
+        prepare_ahead: 0,
     };
     (runner, made)
 }
@@ -462,4 +463,58 @@ async fn a_stop_request_launches_nothing_more() {
     let stats = runner.run(&source, &mut store, &Silent, stop).await.expect("run");
     assert!(stats.interrupted);
     assert_eq!(made.load(Ordering::SeqCst), 0);
+}
+
+/// [`CounterFactory`] that logs the runner's `prepare` hints and its `create` calls, in order.
+struct Preparing {
+    inner: CounterFactory,
+    log: Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+#[async_trait]
+impl EnvironmentFactory for Preparing {
+    fn name(&self) -> &str {
+        "counter"
+    }
+    fn prepare(&self, task: &Task) {
+        self.log.lock().expect("log").push(format!("prepare {}", task.id));
+    }
+    async fn create(&self, task: &Task) -> Result<Box<dyn Environment>, EnvError> {
+        self.log.lock().expect("log").push(format!("create {}", task.id));
+        self.inner.create(task).await
+    }
+}
+
+#[tokio::test]
+async fn episodes_are_prepared_ahead_in_order_and_completed_ones_never() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (_never, stop) = watch::channel(false);
+    let turns = vec![Ok(vec![inc(json!(3)), ToolCall::finish(Some(json!(3)))])];
+    let (good, _) = runner(turns, Budget::default(), false);
+    let log = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let with = |ahead: usize, concurrency: usize| Runner {
+        env: Arc::new(Preparing { inner: CounterFactory { fail_on_execute: false }, log: log.clone() }),
+        prepare_ahead: ahead,
+        concurrency,
+        ..good.clone()
+    };
+    let mut store = RunDir::create(dir.path(), &json!({})).expect("create");
+    let first = Tasks((0..3).map(|i| task(&format!("t{i}"), 3)).collect());
+    let stats = with(0, 2).run(&first, &mut store, &Silent, stop.clone()).await.expect("run");
+    assert_eq!(stats.completed, 3);
+    let logged = std::mem::take(&mut *log.lock().expect("log"));
+    assert!(logged.iter().all(|l| l.starts_with("create")), "no hint without prepare_ahead: {logged:?}");
+
+    let all = Tasks((0..8).map(|i| task(&format!("t{i}"), 3)).collect());
+    let stats = with(2, 2).run(&all, &mut store, &Silent, stop).await.expect("run");
+    assert_eq!(stats, RunStats { completed: 5, skipped: 3, ..RunStats::default() });
+    let logged = log.lock().expect("log").clone();
+    let prepared: Vec<&String> = logged.iter().filter(|l| l.starts_with("prepare")).collect();
+    assert_eq!(prepared, ["prepare t3", "prepare t4", "prepare t5", "prepare t6", "prepare t7"]);
+    // The first episode starts with itself and the next two asked for.
+    assert_eq!(logged[..3], ["prepare t3", "prepare t4", "prepare t5"]);
+    for id in 3..8 {
+        let at = |what: &str| logged.iter().position(|l| *l == format!("{what} t{id}"));
+        assert!(at("prepare") < at("create"), "t{id} prepared before it is created: {logged:?}");
+    }
 }

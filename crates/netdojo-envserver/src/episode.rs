@@ -184,6 +184,7 @@ impl Live {
             env: Arc::new(Tapped { inner: factory, checks: checks.clone() }),
             agent: Arc::new(OneAgent(Mutex::new(Some(agent)))),
             concurrency: 1,
+            prepare_ahead: 0,
             ..runner.clone()
         };
         let owned = task.clone();

@@ -129,6 +129,7 @@ impl EnvServer {
             scorers: Arc::new(scorers),
             budget: options.budget,
             concurrency: 1,
+            prepare_ahead: 0,
         };
         let store = match &options.record {
             Some(dir) => {

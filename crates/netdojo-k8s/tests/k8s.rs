@@ -162,6 +162,7 @@ mod episodes {
             scorers: Arc::new(netdojo_score::repair_scorers()),
             budget: Budget::default(),
             concurrency: 1,
+            prepare_ahead: 0,
         }
     }
 
@@ -379,6 +380,7 @@ mod real_cluster {
             scorers: Arc::new(netdojo_score::netpress_scorers()),
             budget: Budget::default(),
             concurrency: 1,
+            prepare_ahead: 0,
         };
         let task = K8sGenerator.generate(11, 5).expect("task");
         let (record, trajectory) = runner.run_episode(&task).await;
@@ -634,6 +636,7 @@ mod apiserver {
             scorers: Arc::new(netdojo_score::repair_scorers()),
             budget: Budget::default(),
             concurrency: 1,
+            prepare_ahead: 0,
         };
         let metric = |record: &netdojo_core::EpisodeRecord, name: &str| {
             record.metrics.iter().find(|m| m.name == name).map(|m| m.value.as_f64()).unwrap_or(f64::NAN)
@@ -1120,6 +1123,7 @@ mod apiserver {
             scorers: Arc::new(netdojo_score::repair_scorers()),
             budget: Budget::default(),
             concurrency: 1,
+            prepare_ahead: 0,
         };
         let kube_env: Arc<dyn netdojo_core::EnvironmentFactory> =
             Arc::new(K8sFactory::kube(options.clone()).await.expect("kube factory"));

@@ -573,6 +573,7 @@ impl Episode {
             scorers: Arc::new(scorers),
             budget,
             concurrency: 1,
+            prepare_ahead: 0,
         };
         let (finished_tx, finished) = watch::channel(None);
         let task_id = task.id.clone();

@@ -78,6 +78,7 @@ mod common {
             scorers: Arc::new(scorers()),
             budget: Budget::default(),
             concurrency: 1,
+            prepare_ahead: 0,
         };
         let (record, _) = runner.run_episode(task).await;
         assert!(record.error.is_none(), "oracle episode errored: {:?}", record.error);
@@ -1989,6 +1990,7 @@ mod linux_devices {
             scorers: Arc::new(netdojo_score::netpress_scorers()),
             budget: Budget::default(),
             concurrency: 1,
+            prepare_ahead: 0,
         };
         let (oracle, _) = runner.run_episode(&task).await;
         assert!(oracle.error.is_none(), "oracle episode errored: {:?}", oracle.error);
@@ -2351,6 +2353,7 @@ mod gns3_devices {
             scorers: Arc::new(scorers()),
             budget: Budget::default(),
             concurrency: 1,
+            prepare_ahead: 0,
         };
         let (oracle, _) = runner.run_episode(&task).await;
         assert!(oracle.error.is_none(), "oracle episode errored: {:?}", oracle.error);

@@ -30,6 +30,7 @@ fn runner(env: Arc<DcGraphFactory>, agent: Arc<dyn AgentFactory>) -> Runner {
         scorers: Arc::new(netdojo_score::netpress_scorers()),
         budget: Budget { max_steps: 20, ..Budget::default() },
         concurrency: 1,
+        prepare_ahead: 0,
     }
 }
 

@@ -58,6 +58,7 @@ async fn run(calls: Vec<ToolCall>) -> Trajectory {
         scorers: Arc::new(vec![]),
         budget: Budget { max_steps: calls.len() + 1, ..Budget::default() },
         concurrency: 1,
+        prepare_ahead: 0,
     };
     let (record, trajectory) = runner.run_episode(&static_route()).await;
     assert_eq!(record.error, None, "the episode ran");
