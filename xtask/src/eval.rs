@@ -77,6 +77,13 @@ pub struct EvalArgs {
     /// Episodes run in parallel.
     #[arg(long, default_value_t = 4)]
     pub concurrency: usize,
+    /// Set up this many more episodes' environments ahead of those running, so that their
+    /// setup overlaps the running episodes' waits (still at most --concurrency episodes at
+    /// once). Only environments that can prepare use it (incident: each lab started and its
+    /// injection verified in the background; checked again when its episode begins).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    #[serde(default)]
+    pub prepare_ahead: usize,
     /// Tool calls an agent may make per episode.
     #[arg(long, default_value_t = 10)]
     pub max_steps: usize,
@@ -308,6 +315,7 @@ pub fn eval(args: EvalArgs) -> Result<ExitCode> {
             ..Budget::default()
         },
         concurrency: args.concurrency,
+        prepare_ahead: args.prepare_ahead,
     };
 
     let mut store = match store.take() {
@@ -562,6 +570,7 @@ pub fn generate(args: GenerateArgs) -> Result<()> {
             scorers: Arc::new(Vec::new()),
             budget: Budget::default(),
             concurrency: 1,
+            prepare_ahead: 0,
         };
         Some((tokio::runtime::Runtime::new().context("tokio runtime")?, oracle))
     } else {
@@ -733,6 +742,7 @@ pub fn oracle_trajectories(
         scorers: std::sync::Arc::new(scorers),
         budget: Budget::default(),
         concurrency: 4,
+        prepare_ahead: 0,
     };
     let mut dir = file.as_os_str().to_owned();
     dir.push(".run");

@@ -79,6 +79,161 @@ pub(crate) fn hidden_symptom(faults: &[&Fault], health: &Health) -> BTreeSet<Str
     faults.iter().flat_map(|f| f.symptom.iter()).filter(|n| health.passed(n) == Some(true)).cloned().collect()
 }
 
+/// A task's lab as an episode starts from it: faults in, symptom seen.
+#[derive(Debug)]
+struct Started {
+    live: LiveLab,
+    /// The health the agent starts from.
+    health: Health,
+    phases: Phases,
+}
+
+/// Starts `task`'s lab with its faults in and their symptom seen (what [`IncidentEnv::reset`]
+/// serves, also when it was prepared ahead): faults in from the start where the generator
+/// verified that they may be, else the lab converged healthy and the faults injected after.
+async fn start_task(
+    labs: &BTreeMap<String, Lab>,
+    options: &IncidentOptions,
+    pools: Option<&[PoolHandle; 2]>,
+    task: &Task,
+) -> Result<Started, EnvError> {
+    let task_err = |message: String| EnvError::task(ENV, task.id.clone(), message);
+    let setup = setup_of(task).map_err(task_err)?;
+    let faults = faults_of(task).map_err(task_err)?;
+    let lab = labs
+        .get(&setup.lab)
+        .ok_or_else(|| task_err(format!("no lab `{}` in testdata/incident/labs", setup.lab)))?;
+    if lab_hash(lab) != setup.lab_hash {
+        return Err(task_err(format!(
+            "lab `{}` changed since the task was drawn ({} then, {} now): regenerate the suite",
+            lab.name,
+            setup.lab_hash,
+            lab_hash(lab)
+        )));
+    }
+    let symptom: BTreeSet<String> = setup.symptom.iter().cloned().collect();
+    let pool = pools.map(|p| &p[usize::from(lab.ipv6)]);
+    if setup.inject_at_start && !faults.is_empty() && faults.iter().all(|f| f.fault_type.injects_at_start()) {
+        // Verified by the generator for this task: the faults are there from the start (with
+        // the routers' configuration), and the lab is served once exactly the recorded checks
+        // fail.
+        let inject: Vec<Action> = faults.iter().flat_map(|f| f.inject.iter().cloned()).collect();
+        let within = CONVERGENCE + options.symptom;
+        let (live, health) =
+            start_twice(&lab.name, || LiveLab::start_injected(lab, pool, &inject, &symptom, within))
+                .await
+                .map_err(|e| EnvError::setup(ENV, "starting the lab with its faults").with_source(e))?;
+        let times = live.times();
+        let phases = Phases {
+            start: times.total.saturating_sub(times.inject),
+            lab: times,
+            inject: times.inject,
+            apply: times.inject,
+            symptom: Duration::ZERO,
+            ahead: false,
+        };
+        return Ok(Started { live, health, phases });
+    }
+    start_then_inject(task, lab, pool, &faults, &symptom, options).await
+}
+
+/// [`start_task`]'s other way, for a task whose faults do not go in at start: the lab converged
+/// healthy, then the faults injected and their symptom awaited; a control's lab must pass every
+/// check.
+async fn start_then_inject(
+    task: &Task,
+    lab: &Lab,
+    pool: Option<&PoolHandle>,
+    faults: &[Fault],
+    symptom: &BTreeSet<String>,
+    options: &IncidentOptions,
+) -> Result<Started, EnvError> {
+    let started = Instant::now();
+    let live = start_twice(&lab.name, || LiveLab::start_with(lab, pool, CONVERGENCE))
+        .await
+        .map_err(|e| EnvError::setup(ENV, "starting the lab").with_source(e))?;
+    let mut phases = Phases { lab: live.times(), start: started.elapsed(), ..Phases::default() };
+    let injected = Instant::now();
+    for fault in faults {
+        for action in &fault.inject {
+            if let Err(e) = live.apply(action).await {
+                tokio::spawn(live.stop());
+                return Err(EnvError::task(
+                    ENV,
+                    task.id.clone(),
+                    format!("injecting {} on {}: {e}", fault.fault_type, fault.device),
+                ));
+            }
+        }
+    }
+    phases.apply = injected.elapsed();
+    let seen = Instant::now();
+    let health = match served(task, &live, faults, symptom, options.symptom).await {
+        Ok(health) => health,
+        Err(e) => {
+            tokio::spawn(live.stop());
+            return Err(e);
+        }
+    };
+    phases.symptom = seen.elapsed();
+    phases.inject = injected.elapsed();
+    Ok(Started { live, health, phases })
+}
+
+/// Waits up to `within` for the lab to be as `task` is served: a control's every check
+/// passing, a faulted task's recorded symptom failing; else an error naming what still passes
+/// (or fails). Returns the health the agent starts from.
+async fn served(
+    task: &Task,
+    live: &LiveLab,
+    faults: &[Fault],
+    symptom: &BTreeSet<String>,
+    within: Duration,
+) -> Result<Health, EnvError> {
+    let shows = |h: &Health| symptom.iter().all(|name| h.passed(name) == Some(false));
+    let health = if faults.is_empty() {
+        live.wait_health(Health::all_passed, within).await
+    } else {
+        live.wait_health(shows, within).await
+    };
+    // A fault whose symptom is a race shows the recorded symptom only when the race settles as
+    // it did at generation; after the whole window, any of its checks failing is the fault
+    // showing (the brief says a report can be mistaken).
+    let raced = faults.iter().any(|f| f.fault_type.symptom_races())
+        && symptom.iter().any(|name| health.passed(name) == Some(false));
+    if !faults.is_empty() && (symptom.is_empty() || !(shows(&health) || raced)) {
+        let still: Vec<&String> = symptom.iter().filter(|n| health.passed(n) != Some(false)).collect();
+        return Err(EnvError::setup(
+            ENV,
+            format!(
+                "task {}: the injected faults no longer show the task's symptom after {within:?}: {} still pass",
+                task.id,
+                still.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+            ),
+        ));
+    }
+    if faults.is_empty() && !health.all_passed() {
+        return Err(EnvError::setup(
+            ENV,
+            format!("task {}: a healthy control's lab fails {}", task.id, health.describe_failing()),
+        ));
+    }
+    Ok(health)
+}
+
+/// [`served`] again on a lab prepared ahead that was ready before its episode began: within
+/// the symptom's window for a faulted task, a converged lab's for a control.
+async fn still_served(
+    task: &Task,
+    live: &LiveLab,
+    faults: &[Fault],
+    symptom: &BTreeSet<String>,
+    options: &IncidentOptions,
+) -> Result<Health, EnvError> {
+    let within = if faults.is_empty() { options.converge } else { options.symptom };
+    served(task, live, faults, symptom, within).await
+}
+
 /// Settings shared by every episode.
 #[derive(Debug, Clone)]
 pub struct IncidentOptions {
@@ -109,6 +264,45 @@ impl Default for IncidentOptions {
     }
 }
 
+/// Labs started ahead of their episodes ([`EnvironmentFactory::prepare`]), by task id, in the
+/// order asked for (a task run for several epochs is prepared once per episode). What is never
+/// taken is cancelled when the factory goes; a cancelled or finished start that nobody takes
+/// tears its lab down as it is dropped (`Network`'s and the pool's `Drop`).
+#[derive(Debug, Default)]
+struct Ahead(std::sync::Mutex<BTreeMap<String, std::collections::VecDeque<Preparing>>>);
+
+type Preparing = tokio::task::JoinHandle<Result<Started, EnvError>>;
+
+impl Ahead {
+    fn push(&self, task: &str, start: Preparing) {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(task.to_string())
+            .or_default()
+            .push_back(start);
+    }
+
+    fn take(&self, task: &str) -> Option<Preparing> {
+        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let queue = map.get_mut(task)?;
+        let first = queue.pop_front();
+        if queue.is_empty() {
+            map.remove(task);
+        }
+        first
+    }
+}
+
+impl Drop for Ahead {
+    fn drop(&mut self) {
+        let map = self.0.get_mut().unwrap_or_else(|p| p.into_inner());
+        for start in map.values().flatten() {
+            start.abort();
+        }
+    }
+}
+
 /// Builds one live lab per episode from the published labs, its routers taken from a warm
 /// FRR pool (netdojo-linux's `pool`: daemons started once, reset and checked between episodes;
 /// one pool for IPv4 labs and one for dual-stack ones, whose routers' sysctls differ), so that
@@ -118,6 +312,9 @@ pub struct IncidentFactory {
     labs: Arc<BTreeMap<String, Lab>>,
     options: IncidentOptions,
     swept: netns::Swept,
+    /// Labs started ahead (the runner's `prepare_ahead`). Declared before the pools, so that
+    /// it is dropped (its starts cancelled) first.
+    ahead: Arc<Ahead>,
     /// IPv4-only routers, dual-stack routers.
     pools: [FrrPool; 2],
 }
@@ -144,7 +341,13 @@ impl IncidentFactory {
             FrrPool::new(router_spec(ipv6))
                 .map_err(|e| EnvError::setup(ENV, "creating the warm FRR pool").with_source(e))
         };
-        Ok(Self { labs: Arc::new(labs), options, swept, pools: [pool(false)?, pool(true)?] })
+        Ok(Self {
+            labs: Arc::new(labs),
+            options,
+            swept,
+            ahead: Arc::default(),
+            pools: [pool(false)?, pool(true)?],
+        })
     }
 
     /// What the start-up sweep removed.
@@ -159,8 +362,13 @@ impl IncidentFactory {
 
     pub fn env(&self) -> IncidentEnv {
         let mut env = IncidentEnv::new(self.labs.clone(), self.options.clone());
-        env.pools = Some([self.pools[0].handle(), self.pools[1].handle()]);
+        env.pools = Some(self.pool_handles());
+        env.prepared = Some(self.ahead.clone());
         env
+    }
+
+    fn pool_handles(&self) -> [PoolHandle; 2] {
+        [self.pools[0].handle(), self.pools[1].handle()]
     }
 }
 
@@ -184,6 +392,17 @@ impl EnvironmentFactory for IncidentFactory {
     async fn create(&self, _task: &Task) -> Result<Box<dyn Environment>, EnvError> {
         Ok(Box::new(self.env()))
     }
+
+    /// Starts `task`'s lab now, in the background, for its episode's reset to take: the same
+    /// start, verification included, that reset would run. Outside a Tokio runtime the hint is
+    /// ignored (reset starts the lab as usual).
+    fn prepare(&self, task: &Task) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        let (labs, options, pools, owned) =
+            (self.labs.clone(), self.options.clone(), self.pool_handles(), task.clone());
+        let start = runtime.spawn(async move { start_task(&labs, &options, Some(&pools), &owned).await });
+        self.ahead.push(&task.id, start);
+    }
 }
 
 /// How long an episode's phases took (the bench prints them).
@@ -202,6 +421,9 @@ pub struct Phases {
     pub apply: Duration,
     /// From then until the symptom showed (a healthy control: one verdict round).
     pub symptom: Duration,
+    /// The lab was started ahead of its episode ([`EnvironmentFactory::prepare`]); the times
+    /// above are that start's.
+    pub ahead: bool,
 }
 
 /// One episode's lab.
@@ -212,6 +434,8 @@ pub struct IncidentEnv {
     live: Option<LiveLab>,
     /// Warm routers (IPv4-only, dual-stack), when the factory has them.
     pools: Option<[PoolHandle; 2]>,
+    /// The factory's labs started ahead, when it has them.
+    prepared: Option<Arc<Ahead>>,
     task_id: String,
     /// The health after the latest step that changed something, and before it.
     current: Option<Health>,
@@ -235,6 +459,7 @@ impl IncidentEnv {
             options,
             live: None,
             pools: None,
+            prepared: None,
             task_id: String::new(),
             current: None,
             previous: None,
@@ -244,68 +469,6 @@ impl IncidentEnv {
             hidden: BTreeSet::new(),
             phases: Phases::default(),
         }
-    }
-
-    /// Reset's other way, for a task whose faults do not go in at start: the lab converged
-    /// healthy, then the faults injected and their symptom awaited; a control's lab must pass
-    /// every check. Returns the health the agent starts from.
-    async fn start_then_inject(
-        &mut self,
-        task: &Task,
-        lab: &Lab,
-        faults: &[Fault],
-        symptom: &BTreeSet<String>,
-    ) -> Result<Health, EnvError> {
-        let started = Instant::now();
-        let pool = self.pools.as_ref().map(|p| &p[usize::from(lab.ipv6)]);
-        let live = start_twice(&lab.name, || LiveLab::start_with(lab, pool, CONVERGENCE))
-            .await
-            .map_err(|e| EnvError::setup(ENV, "starting the lab").with_source(e))?;
-        self.phases.lab = live.times();
-        self.live = Some(live);
-        self.phases.start = started.elapsed();
-        let injected = Instant::now();
-        for fault in faults {
-            for action in &fault.inject {
-                self.live()?.apply(action).await.map_err(|e| {
-                    self.task_err(format!("injecting {} on {}: {e}", fault.fault_type, fault.device))
-                })?;
-            }
-        }
-        self.phases.apply = injected.elapsed();
-        let seen = Instant::now();
-        let shows = |h: &Health| symptom.iter().all(|name| h.passed(name) == Some(false));
-        let health = if faults.is_empty() {
-            self.live()?.health().await
-        } else {
-            self.live()?.wait_health(shows, self.options.symptom).await
-        };
-        self.phases.symptom = seen.elapsed();
-        self.phases.inject = injected.elapsed();
-        // A fault whose symptom is a race shows the recorded symptom only when the race settles
-        // as it did at generation; after the whole window, any of its checks failing is the
-        // fault showing (the brief says a report can be mistaken).
-        let raced = faults.iter().any(|f| f.fault_type.symptom_races())
-            && symptom.iter().any(|name| health.passed(name) == Some(false));
-        if !faults.is_empty() && (symptom.is_empty() || !(shows(&health) || raced)) {
-            let still: Vec<&String> = symptom.iter().filter(|n| health.passed(n) != Some(false)).collect();
-            return Err(EnvError::setup(
-                ENV,
-                format!(
-                    "task {}: the injected faults no longer show the task's symptom after {:?}: {} still pass",
-                    task.id,
-                    self.options.symptom,
-                    still.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
-                ),
-            ));
-        }
-        if faults.is_empty() && !health.all_passed() {
-            return Err(EnvError::setup(
-                ENV,
-                format!("task {}: a healthy control's lab fails {}", task.id, health.describe_failing()),
-            ));
-        }
-        Ok(health)
     }
 
     pub fn phases(&self) -> Phases {
@@ -752,49 +915,43 @@ impl Environment for IncidentEnv {
 
     async fn reset(&mut self, task: &Task) -> Result<String, EnvError> {
         self.task_id = task.id.clone();
-        let setup = setup_of(task).map_err(|e| self.task_err(e))?;
         let faults = faults_of(task).map_err(|e| self.task_err(e))?;
-        let lab = self
-            .labs
-            .get(&setup.lab)
-            .cloned()
-            .ok_or_else(|| self.task_err(format!("no lab `{}` in testdata/incident/labs", setup.lab)))?;
-        if lab_hash(&lab) != setup.lab_hash {
-            return Err(self.task_err(format!(
-                "lab `{}` changed since the task was drawn ({} then, {} now): regenerate the suite",
-                lab.name,
-                setup.lab_hash,
-                lab_hash(&lab)
-            )));
-        }
-        let symptom: BTreeSet<String> = setup.symptom.iter().cloned().collect();
-        let health = if setup.inject_at_start
-            && !faults.is_empty()
-            && faults.iter().all(|f| f.fault_type.injects_at_start())
-        {
-            // Verified by the generator for this task: the faults are there from the start (with
-            // the routers' configuration), and the lab is served once exactly the recorded
-            // checks fail.
-            let pool = self.pools.as_ref().map(|p| &p[usize::from(lab.ipv6)]);
-            let inject: Vec<Action> = faults.iter().flat_map(|f| f.inject.iter().cloned()).collect();
-            let within = CONVERGENCE + self.options.symptom;
-            let (live, health) =
-                start_twice(&lab.name, || LiveLab::start_injected(&lab, pool, &inject, &symptom, within))
-                    .await
-                    .map_err(|e| EnvError::setup(ENV, "starting the lab with its faults").with_source(e))?;
-            let times = live.times();
-            self.phases = Phases {
-                start: times.total.saturating_sub(times.inject),
-                lab: times,
-                inject: times.inject,
-                apply: times.inject,
-                symptom: Duration::ZERO,
-            };
-            self.live = Some(live);
-            health
-        } else {
-            self.start_then_inject(task, &lab, &faults, &symptom).await?
+        let ahead = self.prepared.as_ref().and_then(|p| p.take(&task.id));
+        let started = match ahead {
+            Some(handle) => {
+                let finished_before = handle.is_finished();
+                match handle.await {
+                    Ok(Ok(mut started)) => {
+                        if finished_before {
+                            // Ready before the episode asked for it: what it served may have
+                            // moved on since (timers run), so it is taken again, and held to
+                            // the same terms.
+                            let symptom: BTreeSet<String> =
+                                setup_of(task).map_err(|e| self.task_err(e))?.symptom.into_iter().collect();
+                            match still_served(task, &started.live, &faults, &symptom, &self.options).await {
+                                Ok(health) => started.health = health,
+                                Err(e) => {
+                                    tokio::spawn(started.live.stop());
+                                    return Err(e);
+                                }
+                            }
+                        }
+                        started.phases.ahead = true;
+                        started
+                    }
+                    Ok(Err(e)) => return Err(e),
+                    // Cancelled or panicked in the background: started here instead.
+                    Err(e) => {
+                        tracing::warn!(task = %task.id, "the lab prepared ahead was lost ({e}); starting it now");
+                        start_task(&self.labs, &self.options, self.pools.as_ref(), task).await?
+                    }
+                }
+            }
+            None => start_task(&self.labs, &self.options, self.pools.as_ref(), task).await?,
         };
+        self.phases = started.phases;
+        self.live = Some(started.live);
+        let health = started.health;
         self.hidden = hidden_symptom(&faults.iter().collect::<Vec<_>>(), &health);
         self.current = Some(health);
         self.previous = None;

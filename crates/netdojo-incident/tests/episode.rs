@@ -78,6 +78,59 @@ async fn the_oracle_solves_a_verified_task_and_the_noop_does_not() {
 /// A lab started with faults that do not show the expected symptom is refused, the error naming
 /// the checks expected to fail and those failing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn labs_prepared_ahead_are_served_to_their_episodes_in_order_showing_their_symptom() {
+    use netdojo_core::{EnvironmentFactory, TaskSource};
+    if !ready_or_skip("incident episodes", &[Need::Root, Need::Frr]) {
+        return;
+    }
+    let suite =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/incident/suite/default.jsonl");
+    let tasks: Vec<netdojo_core::Task> = netdojo_core::StaticSuite::load(&suite)
+        .expect("the default suite")
+        .tasks()
+        .collect::<Result<_, _>>()
+        .expect("its tasks");
+    let setup = |t: &netdojo_core::Task| netdojo_incident::task::setup_of(t).expect("setup");
+    let one_fault = |at_start: bool| {
+        tasks
+            .iter()
+            .find(|t| t.level == 1 && t.label != HEALTHY && setup(t).inject_at_start == at_start)
+            .expect("a one-fault task of that kind")
+            .clone()
+    };
+    let (at_start, after) = (one_fault(true), one_fault(false));
+    let control = tasks.iter().find(|t| t.label == HEALTHY).expect("a control").clone();
+    let factory =
+        netdojo_incident::IncidentFactory::new(labs(), IncidentOptions::default()).expect("the factory");
+    // The runner's order: a task run for two epochs is prepared twice, one lab per episode.
+    for task in [&at_start, &at_start, &after] {
+        factory.prepare(task);
+    }
+    // Time for some to be ready before their episode asks: those are checked again at reset.
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    for (task, prepared) in [(&at_start, true), (&at_start, true), (&after, true), (&control, false)] {
+        let mut env = factory.env();
+        let brief = env.reset(task).await.unwrap_or_else(|e| panic!("{}: {}", task.id, e.chain()));
+        assert_eq!(brief, task.query);
+        assert_eq!(env.phases().ahead, prepared, "{}: {:?}", task.id, env.phases());
+        let check = env.check().await.expect("a check");
+        let failing: Vec<String> = check
+            .summary
+            .as_ref()
+            .and_then(|s| s["failing"].as_array())
+            .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
+            .unwrap_or_default();
+        let symptom = setup(task).symptom;
+        assert!(
+            symptom.iter().all(|c| failing.contains(c)) && (task.label != HEALTHY || failing.is_empty()),
+            "{}: served with {failing:?} failing, its symptom is {symptom:?}",
+            task.id
+        );
+        env.close().await.expect("close");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lab_started_injected_without_its_symptom_is_refused_by_name() {
     if !ready_or_skip("incident episodes", &[Need::Root, Need::Frr]) {
         return;

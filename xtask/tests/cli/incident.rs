@@ -74,13 +74,15 @@ fn metric(record: &Value, name: &str) -> f64 {
         .unwrap_or_else(|| panic!("task {}: no metric {name}: {record}", record["task_id"]))
 }
 
-/// Runs `agent` on the tasks of `suite` (a .jsonl), `concurrency` episodes at a time; returns
-/// the episode records.
-fn run(agent: &str, suite: &Path, dir: &Path, concurrency: usize) -> Vec<Value> {
+/// Runs `agent` on the tasks of `suite` (a .jsonl), `concurrency` episodes at a time and
+/// `ahead` more labs prepared (`--prepare-ahead`); returns the episode records.
+fn run(agent: &str, suite: &Path, dir: &Path, concurrency: usize, ahead: usize) -> Vec<Value> {
     let t = std::time::Instant::now();
     let out = Command::new(env!("CARGO_BIN_EXE_xtask"))
         .args(["eval", "--env", "incident", "--agent", agent, "--quiet", "--concurrency"])
         .arg(concurrency.to_string())
+        .arg("--prepare-ahead")
+        .arg(ahead.to_string())
         .arg("--suite")
         .arg(suite)
         .arg("--out")
@@ -88,7 +90,7 @@ fn run(agent: &str, suite: &Path, dir: &Path, concurrency: usize) -> Vec<Value> 
         .output()
         .expect("run xtask");
     eprintln!(
-        "{agent}: {} episodes, concurrency {concurrency}, in {:.1} s (load average {})",
+        "{agent}: {} episodes, concurrency {concurrency}, {ahead} prepared ahead, in {:.1} s (load average {})",
         lines(&dir.join("episodes.jsonl")),
         t.elapsed().as_secs_f64(),
         std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim()
@@ -150,7 +152,7 @@ fn the_oracle_diagnoses_and_repairs_every_task_and_the_noop_only_the_controls() 
     // Four at a time: an episode's setup takes its routers from the warm pool, whose resets
     // (FRR restarted per router) are what more episodes at once would wait on; at 8 the no-op
     // agent's episodes took 30 s each to set up (load average 42).
-    let oracle = run("oracle", &suite, &tmp.path().join("oracle"), CONCURRENCY);
+    let oracle = run("oracle", &suite, &tmp.path().join("oracle"), CONCURRENCY, 0);
     assert_eq!(oracle.len(), n);
     let mut wrong = Vec::new();
     for r in &oracle {
@@ -170,7 +172,10 @@ fn the_oracle_diagnoses_and_repairs_every_task_and_the_noop_only_the_controls() 
     }
     assert!(wrong.is_empty(), "the oracle fails {} task(s):\n{}", wrong.len(), wrong.join("\n"));
 
-    let noop = run("noop", &suite, &tmp.path().join("noop"), CONCURRENCY);
+    // Two at a time with two more labs prepared ahead (as many labs at once as above): every
+    // lab of the part served from a start made in the background, its symptom (or a control's
+    // health) checked again as its episode begins.
+    let noop = run("noop", &suite, &tmp.path().join("noop"), 2, 2);
     assert_eq!(noop.len(), n);
     for r in &noop {
         let id = r["task_id"].as_str().unwrap_or_default();
