@@ -158,7 +158,12 @@ async fn a_lab_started_injected_without_its_symptom_is_refused_by_name() {
     for router in labs[&setup.lab].routers() {
         assert!(state.contains(&format!("--- {router}\n")), "{router} missing from:\n{state}");
     }
-    for command in ["# show interface brief", "# show ip ospf neighbor", "# show bgp summary"] {
+    for command in [
+        "# show interface brief",
+        "# show ip ospf neighbor",
+        "# show bgp summary",
+        "# ip -br address show\nlo ",
+    ] {
         assert!(state.contains(command), "{command} missing from:\n{state}");
     }
     assert!(!state.contains("did not answer"), "{state}");
