@@ -4,7 +4,8 @@
 //! budget, a time limit and optional token and cost limits, each call validated against its
 //! tool's schema, executed, and followed by a state check → evaluate (export + goal checks) →
 //! close → scorers. The wall time of each part is recorded ([`Timing`]). A run: episodes in
-//! parallel (`concurrency`), each committed to the [`RunDir`] as it finishes, skipping
+//! parallel (`concurrency`; with `prepare_ahead`, the next ones are named to the environment
+//! factory to prepare while these run), each committed to the [`RunDir`] as it finishes, skipping
 //! episodes that a previous attempt of the same run completed. With epochs, each task runs
 //! several times: an episode is a (task, epoch), all tasks' epoch 0 first, then epoch 1...
 
