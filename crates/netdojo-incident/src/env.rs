@@ -86,6 +86,9 @@ struct Started {
     /// The health the agent starts from.
     health: Health,
     phases: Phases,
+    /// The task's faults and its recorded symptom, as read from it.
+    faults: Vec<Fault>,
+    symptom: BTreeSet<String>,
 }
 
 /// Starts `task`'s lab with its faults in and their symptom seen (what [`IncidentEnv::reset`]
@@ -113,7 +116,10 @@ async fn start_task(
     }
     let symptom: BTreeSet<String> = setup.symptom.iter().cloned().collect();
     let pool = pools.map(|p| &p[usize::from(lab.ipv6)]);
-    if setup.inject_at_start && !faults.is_empty() && faults.iter().all(|f| f.fault_type.injects_at_start()) {
+    let (live, health, phases) = if setup.inject_at_start
+        && !faults.is_empty()
+        && faults.iter().all(|f| f.fault_type.injects_at_start())
+    {
         // Verified by the generator for this task: the faults are there from the start (with
         // the routers' configuration), and the lab is served once exactly the recorded checks
         // fail.
@@ -132,9 +138,11 @@ async fn start_task(
             symptom: Duration::ZERO,
             ahead: false,
         };
-        return Ok(Started { live, health, phases });
-    }
-    start_then_inject(task, lab, pool, &faults, &symptom, options).await
+        (live, health, phases)
+    } else {
+        start_then_inject(task, lab, pool, &faults, &symptom, options).await?
+    };
+    Ok(Started { live, health, phases, faults, symptom })
 }
 
 /// [`start_task`]'s other way, for a task whose faults do not go in at start: the lab converged
@@ -147,7 +155,7 @@ async fn start_then_inject(
     faults: &[Fault],
     symptom: &BTreeSet<String>,
     options: &IncidentOptions,
-) -> Result<Started, EnvError> {
+) -> Result<(LiveLab, Health, Phases), EnvError> {
     let started = Instant::now();
     let live = start_twice(&lab.name, || LiveLab::start_with(lab, pool, CONVERGENCE))
         .await
@@ -177,7 +185,7 @@ async fn start_then_inject(
     };
     phases.symptom = seen.elapsed();
     phases.inject = injected.elapsed();
-    Ok(Started { live, health, phases })
+    Ok((live, health, phases))
 }
 
 /// Waits up to `within` for the lab to be as `task` is served: a control's every check
@@ -219,19 +227,6 @@ async fn served(
         ));
     }
     Ok(health)
-}
-
-/// [`served`] again on a lab prepared ahead that was ready before its episode began: within
-/// the symptom's window for a faulted task, a converged lab's for a control.
-async fn still_served(
-    task: &Task,
-    live: &LiveLab,
-    faults: &[Fault],
-    symptom: &BTreeSet<String>,
-    options: &IncidentOptions,
-) -> Result<Health, EnvError> {
-    let within = if faults.is_empty() { options.converge } else { options.symptom };
-    served(task, live, faults, symptom, within).await
 }
 
 /// Settings shared by every episode.
@@ -469,6 +464,34 @@ impl IncidentEnv {
             hidden: BTreeSet::new(),
             phases: Phases::default(),
         }
+    }
+
+    /// The lab the factory prepared for `task`'s episode ([`IncidentFactory::prepare`]). One
+    /// that was ready before the episode began has sat with the protocols' timers running, so
+    /// it is held to the same terms again ([`served`]: within the symptom's window for a
+    /// faulted task, a converged lab's for a control) and that round is the health the agent
+    /// starts from. A start lost in the background (cancelled, panicked) is made here instead.
+    async fn take_prepared(&self, task: &Task, prepared: Preparing) -> Result<Started, EnvError> {
+        let finished_before = prepared.is_finished();
+        let mut started = match prepared.await {
+            Ok(started) => started?,
+            Err(e) => {
+                tracing::warn!(task = %task.id, "the lab prepared ahead was lost ({e}); starting it now");
+                return start_task(&self.labs, &self.options, self.pools.as_ref(), task).await;
+            }
+        };
+        if finished_before {
+            let within = if started.faults.is_empty() { self.options.converge } else { self.options.symptom };
+            match served(task, &started.live, &started.faults, &started.symptom, within).await {
+                Ok(health) => started.health = health,
+                Err(e) => {
+                    tokio::spawn(started.live.stop());
+                    return Err(e);
+                }
+            }
+        }
+        started.phases.ahead = true;
+        Ok(started)
     }
 
     pub fn phases(&self) -> Phases {
@@ -915,44 +938,14 @@ impl Environment for IncidentEnv {
 
     async fn reset(&mut self, task: &Task) -> Result<String, EnvError> {
         self.task_id = task.id.clone();
-        let faults = faults_of(task).map_err(|e| self.task_err(e))?;
-        let ahead = self.prepared.as_ref().and_then(|p| p.take(&task.id));
-        let started = match ahead {
-            Some(handle) => {
-                let finished_before = handle.is_finished();
-                match handle.await {
-                    Ok(Ok(mut started)) => {
-                        if finished_before {
-                            // Ready before the episode asked for it: what it served may have
-                            // moved on since (timers run), so it is taken again, and held to
-                            // the same terms.
-                            let symptom: BTreeSet<String> =
-                                setup_of(task).map_err(|e| self.task_err(e))?.symptom.into_iter().collect();
-                            match still_served(task, &started.live, &faults, &symptom, &self.options).await {
-                                Ok(health) => started.health = health,
-                                Err(e) => {
-                                    tokio::spawn(started.live.stop());
-                                    return Err(e);
-                                }
-                            }
-                        }
-                        started.phases.ahead = true;
-                        started
-                    }
-                    Ok(Err(e)) => return Err(e),
-                    // Cancelled or panicked in the background: started here instead.
-                    Err(e) => {
-                        tracing::warn!(task = %task.id, "the lab prepared ahead was lost ({e}); starting it now");
-                        start_task(&self.labs, &self.options, self.pools.as_ref(), task).await?
-                    }
-                }
-            }
+        let started = match self.prepared.as_ref().and_then(|p| p.take(&task.id)) {
+            Some(prepared) => self.take_prepared(task, prepared).await?,
             None => start_task(&self.labs, &self.options, self.pools.as_ref(), task).await?,
         };
         self.phases = started.phases;
         self.live = Some(started.live);
         let health = started.health;
-        self.hidden = hidden_symptom(&faults.iter().collect::<Vec<_>>(), &health);
+        self.hidden = hidden_symptom(&started.faults.iter().collect::<Vec<_>>(), &health);
         self.current = Some(health);
         self.previous = None;
         self.changed = false;

@@ -455,19 +455,16 @@ impl LiveLab {
                 }
                 // The kernel's side beside zebra's: an interface zebra shows without its address
                 // (seen once, enterprise's core) is either never addressed or missed by zebra.
-                let ns = frr.ns().to_string();
-                let kernel = tokio::task::spawn_blocking(move || {
-                    netdojo_linux::netns::in_netns(&ns, || {
-                        std::process::Command::new("ip").args(["-br", "address", "show"]).output()
-                    })
-                })
-                .await;
+                let kernel = tokio::process::Command::new("ip")
+                    .args(["-n", frr.ns(), "-br", "address", "show"])
+                    .output()
+                    .await;
                 match kernel {
-                    Ok(Ok(Ok(out))) => text.push_str(&format!(
+                    Ok(out) => text.push_str(&format!(
                         "# ip -br address show\n{}",
                         String::from_utf8_lossy(&out.stdout)
                     )),
-                    other => text.push_str(&format!("# ip -br address show: {other:?}\n")),
+                    Err(e) => text.push_str(&format!("# ip -br address show: {e}\n")),
                 }
                 text
             }
