@@ -39,19 +39,32 @@ pub const MAX_HOPS: u64 = 16;
 /// [`IncidentEnv::observe_change`]).
 pub const QUIET: Duration = Duration::from_millis(1000);
 
+/// How much longer than `settle` a step is watched while an adjacency that was Full before it is
+/// still exchanging its database ([`CheckResult::settling`](crate::health::CheckResult)). A
+/// packet of the exchange that is dropped is sent again after the retransmit interval, which the
+/// labs leave at FRR's default, 5 s: a step that resets an interface (access's network type in
+/// task 7) now and then leaves its adjacency in ExStart that long, and then it forms by itself.
+/// Judged at the end of `settle`, such a step was a breakage it is not (docs/incident.md, "An
+/// episode").
+pub const EXCHANGE_GRACE: Duration = Duration::from_secs(6);
+
 /// The health once a step has settled: every check passing; or fewer checks failing than
 /// `before` (a subset of them) and no change for [`QUIET`] (a partial repair); or `settle`
 /// spent (a step that broke something or changed nothing waits it out, so that a breakage that
-/// takes a dead interval to show is seen). The environment judges each change by it, and the
-/// generator's verification judges the oracle's repair steps the same way.
+/// takes a dead interval to show is seen). If `settle` ends with an adjacency that passed
+/// `before` exchanging its database, the watch goes on until the lab settles, or no such
+/// adjacency has been seen for [`QUIET`], or [`EXCHANGE_GRACE`] is spent: the exchange ends by
+/// itself, and only then does the step's effect show. The environment judges each change by
+/// it, and the generator's verification judges the oracle's repair steps the same way.
 pub(crate) async fn settled_after(live: &LiveLab, before: &Health, settle: Duration) -> Health {
     // An adjacency over an MD5-authenticated interface that a step reset comes back only after
     // its dead interval (`Lab::md5_recovery`): waited out, so that it is judged the same way
     // every time rather than by which side of `settle` it lands on.
     let settle = settle.max(live.lab().md5_recovery().unwrap_or_default());
+    let passed_before: BTreeSet<String> = before.passing().into_iter().map(str::to_string).collect();
     let before: BTreeSet<String> = before.failing().into_iter().map(str::to_string).collect();
     let last = std::sync::Mutex::new((None::<BTreeSet<String>>, Instant::now()));
-    let settled = move |h: &Health| {
+    let settled = |h: &Health| {
         if h.all_passed() {
             return true;
         }
@@ -62,7 +75,35 @@ pub(crate) async fn settled_after(live: &LiveLab, before: &Health, settle: Durat
         }
         failing.is_subset(&before) && failing != before && last.1.elapsed() >= QUIET
     };
-    live.wait_health(settled, settle).await
+    let health = live.wait_health(&settled, settle).await;
+    let exchanging = |h: &Health| -> Vec<String> {
+        h.results
+            .iter()
+            .filter(|r| r.settling && passed_before.contains(&r.name))
+            .map(|r| r.name.clone())
+            .collect()
+    };
+    let still = exchanging(&health);
+    if still.is_empty() || settled(&health) {
+        return health;
+    }
+    tracing::info!(lab = %live.lab().name, exchanging = ?still, "settle spent with an adjacency still exchanging its database: watching it longer");
+    let grace = Instant::now();
+    let calm = std::sync::Mutex::new(None::<Instant>);
+    let done = |h: &Health| {
+        if settled(h) {
+            return true;
+        }
+        let Ok(mut calm) = calm.lock() else { return false };
+        if !exchanging(h).is_empty() {
+            *calm = None;
+            return false;
+        }
+        calm.get_or_insert_with(Instant::now).elapsed() >= QUIET
+    };
+    let health = live.wait_health(done, EXCHANGE_GRACE).await;
+    tracing::info!(lab = %live.lab().name, waited = ?grace.elapsed(), failing = %health.describe_failing(), "the exchange watched");
+    health
 }
 
 /// For a task holding a fault whose symptom races ([`FaultType::symptom_races`]): the checks
@@ -1133,6 +1174,7 @@ mod tests {
                 name: name.to_string(),
                 passed: *passed,
                 detail: String::new(),
+                settling: false,
             })
             .collect(),
         };

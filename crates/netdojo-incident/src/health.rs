@@ -40,6 +40,11 @@ pub struct CheckResult {
     pub passed: bool,
     /// What was seen, for people: the hops of a trace, the state of a session...
     pub detail: String,
+    /// Failing in a state its protocol leaves by itself within a retransmit interval: an OSPF
+    /// adjacency exchanging its database (ExStart, Exchange, Loading). See
+    /// [`crate::env::EXCHANGE_GRACE`].
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub settling: bool,
 }
 
 /// Every check of a lab, once, in the lab's order.
@@ -165,11 +170,38 @@ pub async fn run_state(network: &Network, lab: &Lab, book: &AddressBook) -> Opti
 
 /// Runs one check.
 pub async fn run(network: &Network, book: &AddressBook, check: &Check, patience: Patience) -> CheckResult {
-    let (passed, detail) = match evaluate(network, book, check, patience).await {
-        Ok(v) => v,
-        Err(why) => (false, why),
+    let seen = match evaluate(network, book, check, patience).await {
+        Ok(seen) => seen,
+        Err(why) => (false, why).into(),
     };
-    CheckResult { name: check.name(), passed, detail }
+    CheckResult { name: check.name(), passed: seen.passed, detail: seen.detail, settling: seen.settling }
+}
+
+/// What one check saw.
+struct Seen {
+    passed: bool,
+    detail: String,
+    settling: bool,
+}
+
+impl From<(bool, String)> for Seen {
+    fn from((passed, detail): (bool, String)) -> Self {
+        Seen { passed, detail, settling: false }
+    }
+}
+
+/// The OSPF neighbour states (FRR's `nbrState` or `state`, `Full/DR`, `ExStart/-`...) through
+/// which an adjacency exchanges its database: it leaves them by itself, into Full, unless a
+/// packet of the exchange is lost, which is sent again after the retransmit interval.
+const EXCHANGING: [&str; 3] = ["ExStart", "Exchange", "Loading"];
+
+/// An adjacency check from the states of the neighbour's entries (one per interface it is seen
+/// on): passed when one is Full, settling when none is and one is exchanging its database.
+fn adjacency(states: Vec<String>) -> Seen {
+    let passed = states.iter().any(|s| s.starts_with("Full"));
+    let settling = !passed && states.iter().any(|s| EXCHANGING.iter().any(|e| s.starts_with(e)));
+    let detail = if states.is_empty() { "no such neighbour".into() } else { states.join(", ") };
+    Seen { passed, detail, settling }
 }
 
 fn ns_of<'a>(network: &'a Network, node: &str) -> Result<&'a str, String> {
@@ -192,13 +224,13 @@ async fn evaluate(
     book: &AddressBook,
     check: &Check,
     patience: Patience,
-) -> Result<(bool, String), String> {
+) -> Result<Seen, String> {
     match check {
         Check::Reach { from, to } => {
             let dst = resolve(book, to)?;
             let ok =
                 probe::ping(ns_of(network, from)?, dst, patience.probe).await.map_err(|e| e.to_string())?;
-            Ok((ok, if ok { format!("{dst} answers") } else { format!("no echo reply from {dst}") }))
+            Ok((ok, if ok { format!("{dst} answers") } else { format!("no echo reply from {dst}") }).into())
         }
         Check::Path { from, to, via } => {
             let dst = resolve(book, to)?;
@@ -228,7 +260,7 @@ async fn evaluate(
                 shown.join(" "),
                 if trace.reached { "" } else { " (destination not reached)" }
             );
-            Ok((trace.reached && in_order, detail))
+            Ok((trace.reached && in_order, detail).into())
         }
         Check::Ospf { device, neighbor } => {
             let v = show_json(network, device, "ospfd", "show ip ospf neighbor json").await?;
@@ -241,9 +273,7 @@ async fn evaluate(
                         .collect()
                 })
                 .unwrap_or_default();
-            let full = states.iter().any(|s| s.starts_with("Full"));
-            let detail = if states.is_empty() { "no such neighbour".into() } else { states.join(", ") };
-            Ok((full, detail))
+            Ok(adjacency(states))
         }
         Check::Ospf6 { device, neighbor } => {
             let v = show_json(network, device, "ospf6d", "show ipv6 ospf6 neighbor json").await?;
@@ -257,22 +287,20 @@ async fn evaluate(
                         .collect()
                 })
                 .unwrap_or_default();
-            let full = states.iter().any(|s| s.starts_with("Full"));
-            let detail = if states.is_empty() { "no such neighbour".into() } else { states.join(", ") };
-            Ok((full, detail))
+            Ok(adjacency(states))
         }
         Check::Bgp { device, neighbor } => {
             let v = show_json(network, device, "bgpd", "show bgp neighbors json").await?;
             let peer = &v[neighbor.as_str()];
             if peer.is_null() {
-                return Ok((false, "no such neighbour configured".into()));
+                return Ok((false, "no such neighbour configured".into()).into());
             }
             let state = peer["bgpState"].as_str().unwrap_or("unknown");
             let mut detail = state.to_string();
             if let Some(why) = peer["lastResetDueTo"].as_str().filter(|_| state != "Established") {
                 detail.push_str(&format!(" (last reset: {why})"));
             }
-            Ok((state == "Established", detail))
+            Ok((state == "Established", detail).into())
         }
         Check::Route { device, prefix, protocol, nexthop } => {
             let family = if prefix.contains(':') { "ipv6" } else { "ip" };
@@ -283,7 +311,8 @@ async fn evaluate(
                 return Ok((
                     false,
                     if entries.is_empty() { "no route".into() } else { "no selected route".into() },
-                ));
+                )
+                    .into());
             };
             let proto = best["protocol"].as_str().unwrap_or("?");
             let hops: Vec<&str> = best["nexthops"]
@@ -297,7 +326,7 @@ async fn evaluate(
             let detail = format!("{proto} via {}", if hops.is_empty() { "-".into() } else { hops.join(",") });
             let proto_ok = protocol.as_deref().is_none_or(|p| p == proto);
             let hop_ok = nexthop.as_deref().is_none_or(|n| hops.contains(&n));
-            Ok((proto_ok && hop_ok, detail))
+            Ok((proto_ok && hop_ok, detail).into())
         }
         Check::Dns { from, server, name, address } => {
             let server_ip = resolve(book, server)?;
@@ -315,9 +344,9 @@ async fn evaluate(
                 Ok(addrs) => {
                     let shown: Vec<String> = addrs.iter().map(IpAddr::to_string).collect();
                     let detail = if shown.is_empty() { "no address".into() } else { shown.join(", ") };
-                    Ok((addrs.contains(&want), detail))
+                    Ok((addrs.contains(&want), detail).into())
                 }
-                Err(why) => Ok((false, why)),
+                Err(why) => Ok((false, why).into()),
             }
         }
         Check::Http { from, address, port } => {
@@ -326,8 +355,8 @@ async fn evaluate(
                 .await
                 .map_err(|e| e.to_string())?;
             match answer {
-                Ok(code) => Ok((code == 200, format!("HTTP {code}"))),
-                Err(why) => Ok((false, why)),
+                Ok(code) => Ok((code == 200, format!("HTTP {code}")).into()),
+                Err(why) => Ok((false, why).into()),
             }
         }
     }
@@ -377,8 +406,31 @@ checks:
     }
 
     #[test]
+    fn an_adjacency_exchanging_its_database_is_settling_and_no_other_state_is() {
+        let seen = |states: &[&str]| {
+            let s = adjacency(states.iter().map(|s| s.to_string()).collect());
+            (s.passed, s.settling, s.detail)
+        };
+        assert_eq!(seen(&["Full/-"]), (true, false, "Full/-".into()));
+        assert_eq!(seen(&["Full/DR", "ExStart/DROther"]), (true, false, "Full/DR, ExStart/DROther".into()));
+        for exchanging in ["ExStart/-", "Exchange/DR", "Loading/Backup"] {
+            assert_eq!(seen(&[exchanging]), (false, true, exchanging.into()), "{exchanging}");
+        }
+        // States the protocol does not leave by itself without a hello from the neighbour.
+        for waiting in ["Init/-", "2-Way/DROther", "Down/-", "Attempt/-"] {
+            assert_eq!(seen(&[waiting]), (false, false, waiting.into()), "{waiting}");
+        }
+        assert_eq!(seen(&[]), (false, false, "no such neighbour".into()));
+    }
+
+    #[test]
     fn health_names_what_fails() {
-        let r = |name: &str, passed: bool| CheckResult { name: name.into(), passed, detail: "seen".into() };
+        let r = |name: &str, passed: bool| CheckResult {
+            name: name.into(),
+            passed,
+            detail: "seen".into(),
+            settling: false,
+        };
         let h = Health { results: vec![r("a", true), r("b", false)] };
         assert!(!h.all_passed());
         assert_eq!(h.failing(), ["b"]);

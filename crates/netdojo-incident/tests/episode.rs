@@ -231,3 +231,50 @@ async fn mistakes_and_hostile_calls_are_failed_steps_and_a_control_stays_healthy
     e.close().await.expect("close");
     assert!(outcome.solved(), "{:?}", outcome.checks.iter().filter(|c| !c.passed).collect::<Vec<_>>());
 }
+
+/// A step that leaves an adjacency stuck in its database exchange (core's end of the core-access
+/// link given a smaller MTU, then the link flapped so that the adjacency forms again: core drops
+/// access's database descriptions as too large) is watched past the settle time, for
+/// `EXCHANGE_GRACE` more, and is still judged to have broken the adjacency: the grace waits for
+/// an exchange that ends by itself, it does not excuse one that never ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_adjacency_stuck_in_its_database_exchange_is_watched_longer_and_still_broken() {
+    use netdojo_core::TaskSource;
+    use netdojo_incident::env::EXCHANGE_GRACE;
+    if !ready_or_skip("incident episodes", &[Need::Root, Need::Frr]) {
+        return;
+    }
+    let suite =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/incident/suite/default.jsonl");
+    let control = netdojo_core::StaticSuite::load(&suite)
+        .expect("the default suite")
+        .tasks()
+        .collect::<Result<Vec<_>, _>>()
+        .expect("its tasks")
+        .into_iter()
+        .find(|t| t.label == HEALTHY && netdojo_incident::task::setup_of(t).expect("setup").lab == "edge")
+        .expect("a control on the edge lab");
+    let labs = labs();
+    let mut e = env(&labs);
+    e.reset(&control).await.unwrap_or_else(|err| panic!("{}: {}", control.id, err.chain()));
+    let flap = ToolCall::new(
+        tools::CONFIGURE,
+        json!({"device": "core", "dialect": "linux", "commands": [
+            "ip link set dev eth2 mtu 1400", "ip link set dev eth2 down", "ip link set dev eth2 up"
+        ]}),
+    );
+    let started = std::time::Instant::now();
+    let obs = e.execute(&flap).await.expect("a step");
+    let watched = started.elapsed();
+    assert!(obs.ok, "{}", obs.content);
+    let check = e.check().await.expect("a check");
+    assert!(
+        !check.safe
+            && check.violations.iter().any(|v| v.starts_with("ospf core ~ 10.30.255.3 passed before")),
+        "{:?}",
+        check.violations
+    );
+    let least = IncidentOptions::default().settle + EXCHANGE_GRACE;
+    assert!(watched >= least, "watched for {watched:?}, less than the settle time and the grace ({least:?})");
+    e.close().await.expect("close");
+}
