@@ -18,6 +18,18 @@ fn labs() -> BTreeMap<String, Lab> {
     load_labs(&default_labs_dir()).expect("the published labs load")
 }
 
+/// The published default suite's tasks.
+fn default_suite() -> Vec<netdojo_core::Task> {
+    use netdojo_core::TaskSource;
+    let suite =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/incident/suite/default.jsonl");
+    netdojo_core::StaticSuite::load(&suite)
+        .expect("the default suite")
+        .tasks()
+        .collect::<Result<_, _>>()
+        .expect("its tasks")
+}
+
 fn env(labs: &BTreeMap<String, Lab>) -> IncidentEnv {
     IncidentEnv::new(std::sync::Arc::new(labs.clone()), IncidentOptions::default())
 }
@@ -79,17 +91,11 @@ async fn the_oracle_solves_a_verified_task_and_the_noop_does_not() {
 /// the checks expected to fail and those failing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn labs_prepared_ahead_are_served_to_their_episodes_in_order_showing_their_symptom() {
-    use netdojo_core::{EnvironmentFactory, TaskSource};
+    use netdojo_core::EnvironmentFactory;
     if !ready_or_skip("incident episodes", &[Need::Root, Need::Frr]) {
         return;
     }
-    let suite =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/incident/suite/default.jsonl");
-    let tasks: Vec<netdojo_core::Task> = netdojo_core::StaticSuite::load(&suite)
-        .expect("the default suite")
-        .tasks()
-        .collect::<Result<_, _>>()
-        .expect("its tasks");
+    let tasks = default_suite();
     let setup = |t: &netdojo_core::Task| netdojo_incident::task::setup_of(t).expect("setup");
     let one_fault = |at_start: bool| {
         tasks
@@ -239,18 +245,11 @@ async fn mistakes_and_hostile_calls_are_failed_steps_and_a_control_stays_healthy
 /// an exchange that ends by itself, it does not excuse one that never ends.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_adjacency_stuck_in_its_database_exchange_is_watched_longer_and_still_broken() {
-    use netdojo_core::TaskSource;
     use netdojo_incident::env::EXCHANGE_GRACE;
     if !ready_or_skip("incident episodes", &[Need::Root, Need::Frr]) {
         return;
     }
-    let suite =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/incident/suite/default.jsonl");
-    let control = netdojo_core::StaticSuite::load(&suite)
-        .expect("the default suite")
-        .tasks()
-        .collect::<Result<Vec<_>, _>>()
-        .expect("its tasks")
+    let control = default_suite()
         .into_iter()
         .find(|t| t.label == HEALTHY && netdojo_incident::task::setup_of(t).expect("setup").lab == "edge")
         .expect("a control on the edge lab");
