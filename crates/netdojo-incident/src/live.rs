@@ -72,9 +72,20 @@ pub struct LiveLab {
 }
 
 /// The FRR daemons every router of every lab runs (besides zebra and staticd): one router
-/// description for all labs, so that one warm pool ([`router_spec`]) serves every router, and
-/// an operator (or an agent) can configure any protocol anywhere, as on a real router.
-pub const DAEMONS: [&str; 3] = ["ospfd", "bgpd", "ospf6d"];
+/// description for all labs of an address family, so that one warm pool ([`router_spec`])
+/// serves every router, and an operator (or an agent) can configure any protocol anywhere, as
+/// on a real router. ospf6d ([`DAEMONS_IPV6`]) runs only where the lab turns IPv6 on: with
+/// IPv6 off in the kernel it has nothing to route, and its start was a fifth of a router's.
+pub const DAEMONS: [&str; 2] = ["ospfd", "bgpd"];
+/// What a router of a lab with IPv6 runs besides [`DAEMONS`].
+pub const DAEMONS_IPV6: [&str; 1] = ["ospf6d"];
+
+/// The daemons (besides zebra and staticd) of every router of a lab with (`ipv6`) or without
+/// IPv6.
+pub fn daemons(ipv6: bool) -> Vec<String> {
+    let extra: &[&str] = if ipv6 { &DAEMONS_IPV6 } else { &[] };
+    DAEMONS.iter().chain(extra).map(|d| d.to_string()).collect()
+}
 
 /// The sysctls every node of a lab gets (a node's own setting wins). ICMP errors are not
 /// rate-limited, so that traces and repeated health rounds see every hop; IPv6 is off unless
@@ -102,14 +113,14 @@ fn base_sysctls(ipv6: bool, router: bool) -> BTreeMap<String, String> {
 }
 
 /// What a warm pool's routers must be to serve the routers of labs with (`ipv6`) or without
-/// IPv6: [`DAEMONS`] and the base sysctls. A router with sysctls of its own (an `rp_filter`)
+/// IPv6: their [`daemons`] and the base sysctls. A router with sysctls of its own (an `rp_filter`)
 /// starts fresh instead.
 pub fn router_spec(ipv6: bool) -> RouterSpec {
-    RouterSpec { daemons: DAEMONS.iter().map(|d| d.to_string()).collect(), sysctls: base_sysctls(ipv6, true) }
+    RouterSpec { daemons: daemons(ipv6), sysctls: base_sysctls(ipv6, true) }
 }
 
-/// The topology netdojo-linux builds for `lab`: the lab's, every router running [`DAEMONS`]
-/// (and any other its node lists), every node with the base sysctls under its own.
+/// The topology netdojo-linux builds for `lab`: the lab's, every router running its
+/// [`daemons`] (and any other its node lists), every node with the base sysctls under its own.
 pub fn topology_of(lab: &Lab) -> Topology {
     let mut topology = lab.topology();
     for (_, node) in topology.topology.nodes.0.iter_mut() {
@@ -118,13 +129,13 @@ pub fn topology_of(lab: &Lab) -> Topology {
             node.sysctls.entry(k).or_insert(v);
         }
         if router {
-            let mut daemons: Vec<String> = DAEMONS.iter().map(|d| d.to_string()).collect();
+            let mut all = daemons(lab.ipv6);
             for d in &node.daemons {
-                if !daemons.contains(d) {
-                    daemons.push(d.clone());
+                if !all.contains(d) {
+                    all.push(d.clone());
                 }
             }
-            node.daemons = daemons;
+            node.daemons = all;
         }
     }
     topology
@@ -869,7 +880,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_router_runs_the_pool_s_daemons_and_a_node_s_own_sysctls_win() {
+    fn every_router_runs_the_pool_s_daemons_ospf6d_only_with_ipv6_and_a_node_s_own_sysctls_win() {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/incident/labs/hub-spoke.yml");
         let lab = Lab::load(path).expect("hub-spoke");
         let topology = topology_of(&lab);
@@ -889,7 +900,9 @@ mod tests {
         }
         let sp1 = topology.node("sp1").expect("sp1");
         assert_eq!(sp1.sysctls.get("net.ipv4.conf.default.rp_filter").map(String::as_str), Some("2"));
+        assert!(!spec.daemons.iter().any(|d| d == "ospf6d"), "an IPv4 lab's routers run no ospf6d");
         let v6 = router_spec(true);
+        assert_eq!(v6.daemons, ["ospfd", "bgpd", "ospf6d"], "an IPv6 lab's routers run ospf6d too");
         assert_eq!(v6.sysctls.get("net.ipv6.conf.all.forwarding").map(String::as_str), Some("1"));
         assert!(!v6.sysctls.contains_key("net.ipv6.conf.all.disable_ipv6"));
     }
