@@ -113,8 +113,8 @@ fn base_sysctls(ipv6: bool, router: bool) -> BTreeMap<String, String> {
 }
 
 /// What a warm pool's routers must be to serve the routers of labs with (`ipv6`) or without
-/// IPv6: their [`daemons`] and the base sysctls. A router with sysctls of its own (an `rp_filter`)
-/// starts fresh instead.
+/// IPv6: their [`daemons`] and the base sysctls. A router with sysctls of its own (an
+/// `rp_filter`) starts fresh instead.
 pub fn router_spec(ipv6: bool) -> RouterSpec {
     RouterSpec { daemons: daemons(ipv6), sysctls: base_sysctls(ipv6, true) }
 }

@@ -9,11 +9,11 @@
 //! with an empty configuration. (Undoing the configuration with `no` commands instead, as
 //! frr-reload.py does, was tried: zebra and ripd keep interfaces and routes that no command takes
 //! back, and a reused router then rejected routes now and then.) Then the router's whole
-//! state ([`Snapshot`]: each FRR daemon's running configuration, zebra's interfaces; links, addresses, routes,
-//! rules, nftables ruleset, qdiscs, classes, filters; every per-namespace `net.*` sysctl) is
-//! compared with the one taken when it was fresh, before any episode. Only a router equal to
-//! its fresh self goes back to the pool; any other is destroyed (daemons killed, namespace
-//! deleted) and counted in [`PoolStats::discarded`].
+//! state ([`Snapshot`]: each FRR daemon's running configuration, zebra's interfaces; links,
+//! addresses, routes, rules, nftables ruleset, qdiscs, classes, filters; every per-namespace
+//! `net.*` sysctl) is compared with the one taken when it was fresh, before any episode. Only a
+//! router equal to its fresh self goes back to the pool; any other is destroyed (daemons
+//! killed, namespace deleted) and counted in [`PoolStats::discarded`].
 //!
 //! The pool grows to the working set (routers in use plus routers being reset, at most
 //! [`MAX_ROUTERS`]): an episode that finds too few idle routers starts the missing ones itself,
