@@ -589,22 +589,6 @@ impl Frr {
         Ok(out.pop().map(|(_, text)| text).unwrap_or_default())
     }
 
-    /// `daemon`'s own running configuration (`write terminal` in its enable node, what vtysh
-    /// asks of each daemon for `show running-config` before merging the answers), read on its
-    /// vty socket. Any answer but success is an error.
-    pub async fn daemon_running_config(&self, daemon: &str) -> Result<String, FrrError> {
-        let lines = ["enable".to_string(), "write terminal".to_string()];
-        let mut out = self.vty_raw(daemon, &lines, Duration::from_secs(5)).await?;
-        match out.pop() {
-            Some((CMD_SUCCESS, text)) => Ok(text),
-            other => Err(FrrError::Io {
-                router: self.router.clone(),
-                what: format!("{daemon}'s `write terminal`"),
-                source: std::io::Error::other(other.map(|(_, t)| t).unwrap_or_default().trim().to_string()),
-            }),
-        }
-    }
-
     /// Read-only `show` commands answered as `vtysh -c C1 -c C2 ...` would print them (stdout then
     /// stderr, [`VtyshOutput::text`]), without a vtysh process when every command belongs to
     /// one daemon ([`daemon_of_show`]): vtysh passes such a command to that daemon

@@ -188,15 +188,6 @@ pub async fn start_router(spec: &RouterSpec) -> Result<Warm, NetworkError> {
     Ok(Warm { frr, fresh, _episode: episode })
 }
 
-/// `show running-config` without the banner vtysh prints before it.
-fn clean(running: &str) -> String {
-    running
-        .lines()
-        .filter(|l| !l.starts_with("Building configuration") && !l.starts_with("Current configuration"))
-        .map(|l| format!("{l}\n"))
-        .collect()
-}
-
 async fn snapshot(frr: &Frr) -> Result<Snapshot, NetworkError> {
     // Each daemon's own running configuration, read on its vty socket, in the daemons' order:
     // as strict as vtysh's merged `show running-config` (a line changed in any daemon shows),
@@ -205,12 +196,22 @@ async fn snapshot(frr: &Frr) -> Result<Snapshot, NetworkError> {
     // snapshot a router reset). A daemon that does not answer fails the snapshot, so the
     // router is destroyed rather than reused.
     let mut running = String::new();
+    // `write terminal` in the enable node: what vtysh asks each daemon for before merging;
+    // `vty` makes any answer but success an error.
+    let ask = ["enable".to_string(), "write terminal".to_string()];
     for daemon in frr.daemons() {
-        let text = frr.daemon_running_config(daemon).await?;
-        // Its `!` lines are comments (the log file's path, which names the namespace, among
-        // them), which vtysh's merge leaves out too.
-        let lines: String =
-            clean(&text).lines().filter(|l| !l.starts_with('!')).map(|l| format!("{l}\n")).collect();
+        let text = frr.vty(daemon, &ask, Duration::from_secs(5)).await?.pop().unwrap_or_default();
+        // Without the banner and the `!` comment lines (the log file's path, which names the
+        // namespace, among them), which vtysh's merge leaves out too.
+        let lines: String = text
+            .lines()
+            .filter(|l| {
+                !l.starts_with('!')
+                    && !l.starts_with("Building configuration")
+                    && !l.starts_with("Current configuration")
+            })
+            .map(|l| format!("{l}\n"))
+            .collect();
         running.push_str(&format!("! {daemon}\n{lines}"));
     }
     let interfaces = frr.show("zebra", "show interface brief").await?;
