@@ -6,7 +6,7 @@
 //! other's (`IFLA_NET_NS_FD` in the peer's message), so no interface ever exists in the root
 //! namespace, even for a moment.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::net::{IpAddr, Ipv4Addr};
 use std::os::fd::AsRawFd;
@@ -19,6 +19,7 @@ use rtnetlink::packet_route::address::AddressAttribute;
 use rtnetlink::packet_route::link::{
     BridgeStpState, InfoData, InfoKind, InfoVeth, LinkAttribute, LinkFlags, State,
 };
+use rtnetlink::packet_route::neighbour::{NeighbourAddress, NeighbourAttribute, NeighbourState};
 use rtnetlink::{Handle, LinkBridge, LinkMessageBuilder, LinkUnspec, LinkVeth, RouteMessageBuilder};
 
 use crate::frr::Frr;
@@ -526,6 +527,99 @@ impl Network {
             Ok::<_, NetworkError>(down)
         });
         Ok(try_join_all(dumps).await?.concat())
+    }
+
+    /// Deletes, on every node, the neighbour entries (ARP and NDP) that no interface of the
+    /// network answers to any more: an address with a link-layer address that no interface
+    /// holding that address has. Returns how many went.
+    ///
+    /// After an address is deleted or moved, the neighbours keep the old entry until Linux's
+    /// neighbour state machine fails it, 23-53 s later with the default timers, and until then
+    /// still reach through it (a gateway's MAC address is all a host needs to send through it).
+    /// A user who reports a fault "since this morning" met the network after its caches caught
+    /// up; this catches them up at once, so that a change is judged by what it does, not by
+    /// when a cache times out. Entries of an address that is still held where they point,
+    /// incomplete ones and permanent ones are left alone.
+    pub async fn forget_stale_neighbours(&self) -> Result<usize, NetworkError> {
+        let held = self.topology.nodes().map(|(name, _)| async move {
+            let ns = self.node(name)?;
+            let mut macs = HashMap::new();
+            let mut links = ns.rtnl.link().get().execute();
+            while let Some(msg) = links.try_next().await.map_err(build_err(format!("{name}: list links")))? {
+                for attr in msg.attributes {
+                    if let LinkAttribute::Address(mac) = attr {
+                        macs.insert(msg.header.index, mac);
+                    }
+                }
+            }
+            let mut pairs = Vec::new();
+            let mut addresses = ns.rtnl.address().get().execute();
+            while let Some(msg) =
+                addresses.try_next().await.map_err(build_err(format!("{name}: list addresses")))?
+            {
+                // IFA_LOCAL is the interface's own address; IFA_ADDRESS is the peer's on a
+                // point-to-point IPv4 interface, and the only one IPv6 sends.
+                let local = msg.attributes.iter().find_map(|a| match a {
+                    AddressAttribute::Local(ip) => Some(*ip),
+                    _ => None,
+                });
+                let address = local.or_else(|| {
+                    msg.attributes.iter().find_map(|a| match a {
+                        AddressAttribute::Address(ip) => Some(*ip),
+                        _ => None,
+                    })
+                });
+                if let (Some(ip), Some(mac)) = (address, macs.get(&msg.header.index)) {
+                    pairs.push((ip, mac.clone()));
+                }
+            }
+            Ok::<_, NetworkError>(pairs)
+        });
+        let held: HashSet<(IpAddr, Vec<u8>)> = try_join_all(held).await?.into_iter().flatten().collect();
+        let held = &held;
+        let forgets = self.topology.nodes().map(|(name, _)| async move {
+            let ns = self.node(name)?;
+            let mut stale = Vec::new();
+            let mut entries = ns.rtnl.neighbours().get().execute();
+            while let Some(msg) =
+                entries.try_next().await.map_err(build_err(format!("{name}: list neighbours")))?
+            {
+                if matches!(msg.header.state, NeighbourState::Noarp | NeighbourState::Permanent) {
+                    continue;
+                }
+                let mut ip = None;
+                let mut mac = None;
+                for attr in &msg.attributes {
+                    match attr {
+                        NeighbourAttribute::Destination(NeighbourAddress::Inet(a)) => {
+                            ip = Some(IpAddr::V4(*a))
+                        }
+                        NeighbourAttribute::Destination(NeighbourAddress::Inet6(a)) => {
+                            ip = Some(IpAddr::V6(*a))
+                        }
+                        NeighbourAttribute::LinkLocalAddress(m) => mac = Some(m.clone()),
+                        _ => {}
+                    }
+                }
+                if let (Some(ip), Some(mac)) = (ip, mac)
+                    && !held.contains(&(ip, mac))
+                {
+                    stale.push((ip, msg));
+                }
+            }
+            let n = stale.len();
+            for (ip, msg) in stale {
+                match ns.rtnl.neighbours().del(msg).execute().await {
+                    Ok(()) => tracing::debug!(node = name, %ip, "stale neighbour entry forgotten"),
+                    // Gone already: the kernel's own timers got there first.
+                    Err(rtnetlink::Error::NetlinkError(e))
+                        if e.raw_code() == -(nix::Error::ENOENT as i32) => {}
+                    Err(e) => return Err(build_err(format!("{name}: forget neighbour {ip}"))(e)),
+                }
+            }
+            Ok::<_, NetworkError>(n)
+        });
+        Ok(try_join_all(forgets).await?.into_iter().sum())
     }
 
     /// Runs one pingmesh over the hosts and routers.
