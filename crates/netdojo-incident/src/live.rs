@@ -565,7 +565,9 @@ impl LiveLab {
     }
 
     /// Polls the checks until `want` holds or `timeout` passes; returns the last health seen.
-    /// Each round's probes wait [`Patience::POLL`], so a round that fails costs little.
+    /// Each round's probes wait [`Patience::POLL`], so a round that fails costs little; when
+    /// `timeout` ends the wait, the last round's failing probes are looked at once more with the
+    /// patience of a verdict ([`health::confirm`]), since what is returned then is a verdict.
     pub async fn wait_health(&self, want: impl Fn(&Health) -> bool, timeout: Duration) -> Health {
         self.wait_health_timed(want, timeout).await.0
     }
@@ -598,7 +600,11 @@ impl LiveLab {
             last = Some(round);
             let health = health::run_all(&self.network, &self.lab, &self.book, Patience::POLL).await;
             tracing::debug!(lab = %self.lab.name, elapsed = ?start.elapsed(), failing = %health.describe_failing(), "health round");
-            if want(&health) || start.elapsed() >= timeout {
+            if want(&health) {
+                return (health, round.elapsed());
+            }
+            if start.elapsed() >= timeout {
+                let health = health::confirm(&self.network, &self.lab, &self.book, health).await;
                 return (health, round.elapsed());
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
@@ -609,7 +615,8 @@ impl LiveLab {
     /// (none: every check passes), looking at the routers' own state first
     /// ([`health::run_state`]): a round of every check runs only once the state agrees, so the
     /// wait follows the protocols every few milliseconds instead of every probe timeout. The
-    /// health returned is always a whole round.
+    /// health returned is always a whole round, confirmed as [`wait_health`](Self::wait_health)
+    /// confirms one at its timeout.
     async fn wait_failing(&self, failing: &BTreeSet<String>, timeout: Duration) -> (Health, Duration) {
         let start = Instant::now();
         let agrees = |h: &Health| h.results.iter().all(|r| r.passed != failing.contains(&r.name));
@@ -625,7 +632,11 @@ impl LiveLab {
             let round = Instant::now();
             let health = health::run_all(&self.network, &self.lab, &self.book, Patience::POLL).await;
             tracing::debug!(lab = %self.lab.name, elapsed = ?start.elapsed(), failing = %health.describe_failing(), "health round");
-            if agrees(&health) || start.elapsed() >= timeout {
+            if agrees(&health) {
+                return (health, round.elapsed());
+            }
+            if start.elapsed() >= timeout {
+                let health = health::confirm(&self.network, &self.lab, &self.book, health).await;
                 return (health, round.elapsed());
             }
             tokio::time::sleep(Duration::from_millis(20)).await;

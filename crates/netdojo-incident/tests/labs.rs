@@ -251,3 +251,44 @@ async fn every_router_s_configuration_applies_as_vtysh_would() {
     }
     eprintln!("{count} routers' configurations applied both ways in {} ms", t.elapsed().as_millis());
 }
+
+/// A check is judged on the lab as it is, not on what the neighbours remember of it: when core
+/// moves the staff LAN's gateway address, staff's reachability fails at the next look, not
+/// 23-53 s later when the kernel fails its cached entry (which is what a user reporting it
+/// "since this morning" met). And a wait that ends unmet looks at its failing probes again with
+/// a verdict's patience (`health::confirm`): a probe failed by a starved thread passes again,
+/// a router's state is taken as it was read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn checks_see_a_moved_gateway_at_once_and_an_unmet_wait_confirms_its_failures() {
+    if !ready("checks_see_a_moved_gateway_at_once_and_an_unmet_wait_confirms_its_failures") {
+        return;
+    }
+    let lab = lab("enterprise");
+    let live = LiveLab::start(&lab).await.unwrap_or_else(|e| panic!("{e}"));
+    let reach = "reach staff -> 198.51.100.10";
+    let session = "bgp ce1 ~ 192.0.2.1";
+
+    // A probe that failed in a polling round (as a thread not scheduled within 150 ms fails
+    // one) and a session read as down: only the probe is looked at again.
+    let mut polled = live.health().await;
+    assert!(polled.all_passed(), "{}", polled.describe_failing());
+    for r in polled.results.iter_mut().filter(|r| r.name == reach || r.name == session) {
+        r.passed = false;
+        r.detail = "failed in a starved round".into();
+    }
+    let confirmed =
+        netdojo_incident::health::confirm(live.network(), live.lab(), live.addresses(), polled).await;
+    assert_eq!(confirmed.passed(reach), Some(true), "{}", confirmed.describe_failing());
+    assert_eq!(confirmed.passed(session), Some(false), "a router's state is not read again");
+
+    let linux = |line: &str| Action::Linux { device: "core".into(), line: line.into() };
+    live.apply(&linux("ip addr del 203.0.113.1/24 dev eth3")).await.expect("address deleted");
+    live.apply(&linux("ip addr add 203.0.113.254/24 dev eth3")).await.expect("address added");
+    let h = live.health().await;
+    assert_eq!(h.passed(reach), Some(false), "staff still reaches through its gateway's old entry");
+    live.apply(&linux("ip addr del 203.0.113.254/24 dev eth3")).await.expect("address deleted");
+    live.apply(&linux("ip addr add 203.0.113.1/24 dev eth3")).await.expect("address added");
+    let h = live.wait_health(|h| h.all_passed(), std::time::Duration::from_secs(10)).await;
+    assert!(h.all_passed(), "{}", h.describe_failing());
+    live.stop().await;
+}
