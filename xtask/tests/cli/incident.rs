@@ -11,6 +11,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use netdojo::core::store::RunDir;
 use serde_json::Value;
 
 use crate::common::{frr_or_skip, lines};
@@ -72,6 +73,34 @@ fn metric(record: &Value, name: &str) -> f64 {
         .and_then(|m| m.iter().find(|x| x["name"] == name))
         .and_then(|x| x["value"].as_f64().or_else(|| x["value"].as_bool().map(|b| if b { 1.0 } else { 0.0 })))
         .unwrap_or_else(|| panic!("task {}: no metric {name}: {record}", record["task_id"]))
+}
+
+/// Why an episode of `dir` went wrong, for the failure message (a CI log is all there is of a
+/// run on a CI machine): each step with its time, how it was judged and what failed after it,
+/// then every check that failed at the end, with what it saw.
+fn account(dir: &Path, task_id: &str) -> String {
+    let trajectory = match RunDir::open(dir).and_then(|d| d.trajectory(task_id)) {
+        Ok(t) => t,
+        Err(e) => return format!("  (no trajectory: {e})"),
+    };
+    let mut out = Vec::new();
+    for step in &trajectory.steps {
+        let failing = step.check.summary.as_ref().map(|s| s["failing"].to_string()).unwrap_or_default();
+        out.push(format!(
+            "  step {} {} at {} ms for {} ms: ok {}, safe {} {:?}, failing after it {failing}",
+            step.index,
+            step.call.name,
+            step.at_ms,
+            step.duration_ms,
+            step.observation.ok,
+            step.check.safe,
+            step.check.violations
+        ));
+    }
+    for check in trajectory.outcome.iter().flat_map(|o| &o.checks).filter(|c| !c.passed) {
+        out.push(format!("  at the end, failing: {} ({})", check.name, check.detail));
+    }
+    out.join("\n")
 }
 
 /// Runs `agent` on the tasks of `suite` (a .jsonl), `concurrency` episodes at a time and
@@ -163,10 +192,11 @@ fn the_oracle_diagnoses_and_repairs_every_task_and_the_noop_only_the_controls() 
         {
             // Safe too: the generator recorded a repair order under which no step breaks a check.
             wrong.push(format!(
-                "{id}: diagnosis F1 {}, repaired {}, safe {}",
+                "{id}: diagnosis F1 {}, repaired {}, safe {}\n{}",
                 metric(r, "diagnosis_f1"),
                 metric(r, "repaired"),
-                metric(r, "safe")
+                metric(r, "safe"),
+                account(&tmp.path().join("oracle"), id)
             ));
         }
     }
@@ -186,7 +216,10 @@ fn the_oracle_diagnoses_and_repairs_every_task_and_the_noop_only_the_controls() 
         let control = controls.contains(id);
         let (repaired, diagnosed) = (metric(r, "repaired"), metric(r, "diagnosed"));
         if control && (repaired != 1.0 || diagnosed != 1.0) {
-            wrong.push(format!("{id} (a healthy control): repaired {repaired}, diagnosed {diagnosed}"));
+            wrong.push(format!(
+                "{id} (a healthy control): repaired {repaired}, diagnosed {diagnosed}\n{}",
+                account(&tmp.path().join("noop"), id)
+            ));
         }
         if !control && (repaired != 0.0 || diagnosed != 0.0) {
             wrong.push(format!("{id}: the no-op agent scores repaired {repaired}, diagnosed {diagnosed}"));
