@@ -164,7 +164,7 @@ pub async fn run_all(network: &Network, lab: &Lab, book: &AddressBook, patience:
 /// thread not scheduled in time), and a wait that ends on such a round would judge a healthy
 /// lab broken: a step unsafe, or a repair not done. The checks that read a router's state
 /// answer the same whatever the patience, and are kept as they are.
-pub async fn confirm(network: &Network, lab: &Lab, book: &AddressBook, health: Health) -> Health {
+pub async fn confirm(network: &Network, lab: &Lab, book: &AddressBook, mut health: Health) -> Health {
     let again: Vec<_> =
         lab.checks.iter().filter(|c| !reads_state(c) && health.passed(&c.name()) == Some(false)).collect();
     if again.is_empty() {
@@ -172,7 +172,6 @@ pub async fn confirm(network: &Network, lab: &Lab, book: &AddressBook, health: H
     }
     let rerun =
         futures::future::join_all(again.into_iter().map(|c| run(network, book, c, Patience::VERDICT))).await;
-    let mut health = health;
     for result in rerun {
         if let Some(r) = health.results.iter_mut().find(|r| r.name == result.name) {
             *r = result;
@@ -187,9 +186,8 @@ pub async fn confirm(network: &Network, lab: &Lab, book: &AddressBook, health: H
 /// probes, each waiting out its patience for a reply that cannot come, would only slow the
 /// next look.
 pub async fn run_state(network: &Network, lab: &Lab, book: &AddressBook) -> Option<Health> {
-    let state = |c: &&Check| reads_state(c);
     let runs: Vec<_> =
-        lab.checks.iter().filter(state).map(|c| run(network, book, c, Patience::POLL)).collect();
+        lab.checks.iter().filter(|c| reads_state(c)).map(|c| run(network, book, c, Patience::POLL)).collect();
     if runs.is_empty() {
         return None;
     }
