@@ -114,7 +114,7 @@ fn base_sysctls(ipv6: bool, router: bool) -> BTreeMap<String, String> {
 
 /// What a warm pool's routers must be to serve the routers of labs with (`ipv6`) or without
 /// IPv6: their [`daemons`] and the base sysctls. A router with sysctls of its own (an
-/// `rp_filter`) starts fresh instead.
+/// `rp_filter`) is served too; they are written as it is taken.
 pub fn router_spec(ipv6: bool) -> RouterSpec {
     RouterSpec { daemons: daemons(ipv6), sysctls: base_sysctls(ipv6, true) }
 }
@@ -905,7 +905,9 @@ mod tests {
             );
             if node.kind == NodeKind::Frr {
                 assert_eq!(node.daemons, spec.daemons, "{name}");
-                // A warm pool serves exactly the routers without sysctls of their own.
+                // Every router has the pool's sysctls under its own (sp1's `rp_filter`), so a warm
+                // pool serves it.
+                assert!(spec.sysctls.keys().all(|k| node.sysctls.contains_key(k)), "{name}");
                 assert_eq!(node.sysctls == spec.sysctls, name != "sp1", "{name}");
             }
         }

@@ -100,11 +100,14 @@ impl Network {
         let mut nodes = HashMap::new();
         let mut connections = Vec::new();
         let mesh = topology.mesh_targets();
+        // A node with sysctls of its own is served too: they are written as it is taken, before
+        // any of its links exists (as a fresh namespace gets them), and the pool's reset writes
+        // every sysctl back to the router's fresh value (or discards the router) when it returns.
         let served = |node: &crate::topology::Node| {
             pool.is_some_and(|p| {
                 node.kind == NodeKind::Frr
                     && node.daemons == p.spec().daemons
-                    && node.sysctls == p.spec().sysctls
+                    && p.spec().sysctls.keys().all(|k| node.sysctls.contains_key(k))
             })
         };
         let pooled_names: Vec<String> =
@@ -157,8 +160,22 @@ impl Network {
         for (node_name, warm) in &pooled {
             let in_mesh = mesh.iter().any(|(n, _)| n == node_name);
             let rt = runtime.clone();
+            let spec = pool.map(|p| p.spec().sysctls.clone()).unwrap_or_default();
+            let own: Vec<(String, String)> = topology
+                .node(node_name)
+                .map(|n| {
+                    n.sysctls
+                        .iter()
+                        .filter(|(k, v)| spec.get(*k) != Some(*v))
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect()
+                })
+                .unwrap_or_default();
             let made = netns::in_netns(warm.ns(), move || -> Result<_, String> {
                 let _guard = rt.enter();
+                for (key, value) in &own {
+                    netns::write_sysctl(key, value).map_err(|e| format!("sysctl {key}={value}: {e}"))?;
+                }
                 let (conn, handle, _) =
                     rtnetlink::new_connection().map_err(|e| format!("netlink socket: {e}"))?;
                 let socket = if in_mesh {

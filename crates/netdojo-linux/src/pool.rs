@@ -37,8 +37,10 @@ pub const IDLE_HOSTNAME: &str = "pooled";
 pub const MAX_ROUTERS: usize = 64;
 
 /// What every router of a pool is: its daemons (besides zebra and staticd) and the sysctls its
-/// namespace gets before any interface exists. A node is served from the pool only when its
-/// own description says the same.
+/// namespace gets before any interface exists. A node is served from the pool when it runs the
+/// same daemons and sets every one of these sysctls; the values it sets otherwise, and any
+/// sysctl of its own, are written as it is taken (`Network::build_with`) and written back by
+/// the reset when it returns.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RouterSpec {
     pub daemons: Vec<String>,

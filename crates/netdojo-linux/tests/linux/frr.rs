@@ -183,3 +183,64 @@ async fn a_pooled_router_after_a_hostile_episode_is_a_fresh_router_again() {
         assert!(!std::path::Path::new(frr::RUN_DIR).join(&name).exists(), "{name}'s FRR files left behind");
     }
 }
+
+/// A router with sysctls of its own (a strict `rp_filter`) is served from the warm pool: it has
+/// them while it is in the network, on the interfaces made after it was taken too, and the
+/// pool's reset writes them back, so the router goes back to the pool (not discarded) and the
+/// next network gets it as a freshly started router would be.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pooled_router_takes_its_own_sysctls_and_its_reset_gives_them_back() {
+    use netdojo_linux::pool::{FrrPool, RouterSpec};
+    use netdojo_linux::topology::Node;
+    if !common::frr_or_skip("frr pool sysctls") {
+        return;
+    }
+    let spec = RouterSpec { daemons: vec!["ospfd".to_string()], sysctls: Node::ipv4_only_sysctls() };
+    let pool = FrrPool::new(spec.clone()).expect("pool");
+    let handle = pool.handle();
+    let topology = |own: &[(&str, &str)]| {
+        let text = "name: one\ntopology:\n  nodes:\n    r1: { kind: frr, daemons: [ospfd], interfaces: { eth1: 10.0.0.1/30 } }\n    h1: { kind: host, interfaces: { eth0: 10.0.0.2/30 } }\n  links:\n    - endpoints: [\"r1:eth1\", \"h1:eth0\"]\n";
+        let mut t = Topology::from_str_named(text, "one.clab.yml").expect("valid topology");
+        for (name, node) in t.topology.nodes.0.iter_mut() {
+            if name == "r1" {
+                node.sysctls = spec.sysctls.clone();
+                node.sysctls.extend(own.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+            }
+        }
+        t
+    };
+    let read = |net: &Network, key: &str| -> String {
+        let ns = net.ns_name("r1").expect("r1").to_string();
+        let path = std::path::Path::new("/proc/sys").join(key.replace('.', "/"));
+        netdojo_linux::netns::in_netns(&ns, move || std::fs::read_to_string(path))
+            .expect("enter r1")
+            .expect("read the sysctl")
+            .trim()
+            .to_string()
+    };
+    let keys =
+        ["net.ipv4.conf.all.rp_filter", "net.ipv4.conf.default.rp_filter", "net.ipv4.conf.eth1.rp_filter"];
+
+    // As a freshly started router is, without the pool.
+    let (mut fresh, _) = Network::build(topology(&[])).await.expect("build without the pool");
+    let fresh_values: Vec<String> = keys.iter().map(|k| read(&fresh, k)).collect();
+    fresh.teardown();
+    let strict = if fresh_values.iter().all(|v| v == "1") { "2" } else { "1" };
+
+    let own = [("net.ipv4.conf.all.rp_filter", strict), ("net.ipv4.conf.default.rp_filter", strict)];
+    let (mut net, _) = Network::build_with(topology(&own), Some(&handle)).await.expect("build with the pool");
+    assert_eq!(handle.stats().created, 1, "r1 was not served from the pool: {:?}", handle.stats());
+    for key in keys {
+        assert_eq!(read(&net, key), strict, "{key} while r1 is in the network");
+    }
+    net.teardown();
+    pool.settle(Duration::from_secs(20));
+    assert_eq!(handle.idle(), 1, "r1 did not go back to the pool: {:?}", handle.stats());
+
+    let (mut again, _) = Network::build_with(topology(&[]), Some(&handle)).await.expect("build again");
+    let stats = handle.stats();
+    assert_eq!((stats.created, stats.reused, stats.discarded), (1, 1, 0), "{stats:?}");
+    let values: Vec<String> = keys.iter().map(|k| read(&again, k)).collect();
+    assert_eq!(values, fresh_values, "the reused router's {keys:?}");
+    again.teardown();
+}
