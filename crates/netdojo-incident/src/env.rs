@@ -49,21 +49,28 @@ pub const QUIET: Duration = Duration::from_millis(1000);
 pub const EXCHANGE_GRACE: Duration = Duration::from_secs(6);
 
 /// The health once a step has settled: every check passing; or fewer checks failing than
-/// `before` (a subset of them) and no change for [`QUIET`] (a partial repair); or `settle`
-/// spent (a step that broke something or changed nothing waits it out, so that a breakage that
-/// takes a dead interval to show is seen). If `settle` ends with an adjacency that passed
+/// `before` (a subset of them) and either exactly the symptom of some of the task's faults
+/// (`symptoms`, each fault's recorded symptom: [`explained`]) [`QUIET`] after the change, or
+/// no change for [`QUIET`] (a partial repair); or `settle` spent (a step that broke something or changed nothing waits it
+/// out, so that a breakage that takes a dead interval to show is seen). If `settle` ends with an adjacency that passed
 /// `before` exchanging its database, the watch goes on until the lab settles, or no such
 /// adjacency has been seen for [`QUIET`], or [`EXCHANGE_GRACE`] is spent: the exchange ends by
 /// itself, and only then does the step's effect show. The environment judges each change by
 /// it, and the generator's verification judges the oracle's repair steps the same way.
-pub(crate) async fn settled_after(live: &LiveLab, before: &Health, settle: Duration) -> Health {
+pub(crate) async fn settled_after(
+    live: &LiveLab,
+    before: &Health,
+    symptoms: &[BTreeSet<String>],
+    settle: Duration,
+) -> Health {
     // An adjacency over an MD5-authenticated interface that a step reset comes back only after
     // its dead interval (`Lab::md5_recovery`): waited out, so that it is judged the same way
     // every time rather than by which side of `settle` it lands on.
     let settle = settle.max(live.lab().md5_recovery().unwrap_or_default());
     let passed_before: BTreeSet<String> = before.passing().into_iter().map(str::to_string).collect();
     let before: BTreeSet<String> = before.failing().into_iter().map(str::to_string).collect();
-    let last = std::sync::Mutex::new((None::<BTreeSet<String>>, Instant::now()));
+    let change = Instant::now();
+    let last = std::sync::Mutex::new((None::<BTreeSet<String>>, change));
     let settled = |h: &Health| {
         if h.all_passed() {
             return true;
@@ -73,7 +80,9 @@ pub(crate) async fn settled_after(live: &LiveLab, before: &Health, settle: Durat
         if last.0.as_ref() != Some(&failing) {
             *last = (Some(failing.clone()), Instant::now());
         }
-        failing.is_subset(&before) && failing != before && last.1.elapsed() >= QUIET
+        failing.is_subset(&before)
+            && failing != before
+            && ((explained(&failing, symptoms) && change.elapsed() >= QUIET) || last.1.elapsed() >= QUIET)
     };
     let health = live.wait_health(&settled, settle).await;
     let exchanging = |h: &Health| -> Vec<String> {
@@ -104,6 +113,21 @@ pub(crate) async fn settled_after(live: &LiveLab, before: &Health, settle: Durat
     let health = live.wait_health(done, EXCHANGE_GRACE).await;
     tracing::info!(lab = %live.lab().name, waited = ?grace.elapsed(), failing = %health.describe_failing(), "the exchange watched");
     health
+}
+
+/// Whether `failing` is exactly the symptom of some of a task's faults (the union of the
+/// `symptoms` it holds whole): the state the lab settles in once the others are repaired, as
+/// every check passing is once all are. A partial repair that reaches it is judged once
+/// [`QUIET`] has passed since the change (an adjacency the step broke by its hellos has died
+/// by then on the labs' 1 s dead interval), not [`QUIET`] after its last visible effect; any
+/// other partial improvement waits [`QUIET`] from its last change, for the rest of its effect.
+/// A healthy control (no symptoms) explains nothing.
+pub(crate) fn explained(failing: &BTreeSet<String>, symptoms: &[BTreeSet<String>]) -> bool {
+    let mut covered = BTreeSet::new();
+    for symptom in symptoms.iter().filter(|s| !s.is_empty() && s.is_subset(failing)) {
+        covered.extend(symptom.iter());
+    }
+    !covered.is_empty() && covered.len() == failing.len()
 }
 
 /// For a task holding a fault whose symptom races ([`FaultType::symptom_races`]): the checks
@@ -485,6 +509,8 @@ pub struct IncidentEnv {
     /// Checks of a racing task's faults' symptoms that passed at reset and have not failed
     /// since ([`hidden_symptom`]): their first failure is no step's breakage.
     hidden: BTreeSet<String>,
+    /// Each fault's recorded symptom, for [`settled_after`].
+    symptoms: Vec<BTreeSet<String>>,
     phases: Phases,
 }
 
@@ -503,6 +529,7 @@ impl IncidentEnv {
             changed_ever: false,
             diagnosis: None,
             hidden: BTreeSet::new(),
+            symptoms: Vec::new(),
             phases: Phases::default(),
         }
     }
@@ -580,13 +607,14 @@ impl IncidentEnv {
 
     /// After a step that changed the lab: the health once the lab has settled, kept for the
     /// step's state check. Settled is every check passing; or fewer checks failing than
-    /// before the step (a subset of them) and no change for [`QUIET`] (a partial repair: the
-    /// other faults' checks will not recover); or [`IncidentOptions::settle`] spent (a change
+    /// before the step (a subset of them) and either exactly the symptom of the task's faults
+    /// not yet repaired, [`QUIET`] after the change, or no change for [`QUIET`] (a partial
+    /// repair: the other faults' checks will not recover); or [`IncidentOptions::settle`] spent (a change
     /// that broke something or changed nothing waits it out, so that a breakage that takes a
     /// dead interval to show is seen).
     async fn observe_change(&mut self) -> Result<(), EnvError> {
         let before = self.current.clone().unwrap_or_default();
-        let health = settled_after(self.live()?, &before, self.options.settle).await;
+        let health = settled_after(self.live()?, &before, &self.symptoms, self.options.settle).await;
         self.previous = self.current.replace(health);
         self.changed = true;
         self.changed_ever = true;
@@ -987,6 +1015,7 @@ impl Environment for IncidentEnv {
         self.live = Some(started.live);
         let health = started.health;
         self.hidden = hidden_symptom(&started.faults.iter().collect::<Vec<_>>(), &health);
+        self.symptoms = started.faults.iter().map(|f| f.symptom.iter().cloned().collect()).collect();
         self.current = Some(health);
         self.previous = None;
         self.changed = false;
@@ -1151,6 +1180,41 @@ mod tests {
         let show =
             specs.iter().find(|t| t.name == tools::SHOW).map(|t| t.parameters.clone()).unwrap_or_default();
         assert_eq!(show["properties"]["device"]["enum"], json!(devices));
+    }
+
+    #[test]
+    fn a_failing_set_is_explained_only_by_whole_symptoms_of_the_task_s_faults() {
+        let set = |names: &[&str]| names.iter().map(|s| s.to_string()).collect::<BTreeSet<String>>();
+        // Task 1 of the default suite: a wrong mask on r3 and a duplicate router-id on r1.
+        let symptoms = [
+            set(&["ospf r2 ~ 3.3.3.3", "path h1 -> 10.3.3.10 via r1,r2,r3"]),
+            set(&["ospf r1 ~ 2.2.2.2", "ospf r4 ~ 1.1.1.1", "path h1 -> 10.3.3.10 via r1,r2,r3"]),
+        ];
+        // The wrong mask left alone, or the router-id, or both.
+        assert!(explained(&symptoms[0], &symptoms));
+        assert!(explained(&symptoms[1], &symptoms));
+        assert!(explained(
+            &set(&[
+                "ospf r1 ~ 2.2.2.2",
+                "ospf r2 ~ 3.3.3.3",
+                "ospf r4 ~ 1.1.1.1",
+                "path h1 -> 10.3.3.10 via r1,r2,r3"
+            ]),
+            &symptoms
+        ));
+        // Part of a symptom (still converging), or a symptom and a check no fault breaks (a
+        // breakage), is not.
+        assert!(!explained(&set(&["ospf r1 ~ 2.2.2.2"]), &symptoms));
+        assert!(!explained(&set(&["path h1 -> 10.3.3.10 via r1,r2,r3"]), &symptoms));
+        assert!(!explained(
+            &set(&["ospf r2 ~ 3.3.3.3", "path h1 -> 10.3.3.10 via r1,r2,r3", "reach h1 -> 10.3.3.10"]),
+            &symptoms
+        ));
+        // Nothing failing is every check passing, judged before; a control explains nothing, nor
+        // does a fault whose symptom was never recorded.
+        assert!(!explained(&BTreeSet::new(), &symptoms));
+        assert!(!explained(&symptoms[0], &[]));
+        assert!(!explained(&symptoms[0], &[BTreeSet::new()]));
     }
 
     #[test]

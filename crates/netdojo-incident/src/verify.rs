@@ -131,13 +131,15 @@ async fn repair_in(
     // Judged as the environment judges: a racing task's fault symptom that the race hid at the
     // start is not a step's breakage when it shows.
     let mut hidden = hidden_symptom(&picks.iter().map(|p| &p.fault).collect::<Vec<_>>(), &start);
+    let symptoms: Vec<BTreeSet<String>> =
+        picks.iter().map(|p| p.fault.symptom.iter().cloned().collect()).collect();
     let mut current = start;
     let mut out = Repaired::default();
     for &i in order {
         let fault = &picks[i].fault;
         for step in repair_steps(fault) {
             apply_all(live, &step).await.map_err(|e| format!("repair failed: {e}"))?;
-            let settled = settled_after(live, &current, patience.settle).await;
+            let settled = settled_after(live, &current, &symptoms, patience.settle).await;
             // Judged a little stricter than the environment: once more [`QUIET`] later, so that a
             // step whose effect is still spreading when the checks first settle (an adjacency
             // dying a dead interval after the change) is not blamed on the next one.
