@@ -51,12 +51,13 @@ pub const EXCHANGE_GRACE: Duration = Duration::from_secs(6);
 /// The health once a step has settled: every check passing; or fewer checks failing than
 /// `before` (a subset of them) and either exactly the symptom of some of the task's faults
 /// (`symptoms`, each fault's recorded symptom: [`explained`]) [`QUIET`] after the change, or
-/// no change for [`QUIET`] (a partial repair); or `settle` spent (a step that broke something or changed nothing waits it
-/// out, so that a breakage that takes a dead interval to show is seen). If `settle` ends with an adjacency that passed
-/// `before` exchanging its database, the watch goes on until the lab settles, or no such
-/// adjacency has been seen for [`QUIET`], or [`EXCHANGE_GRACE`] is spent: the exchange ends by
-/// itself, and only then does the step's effect show. The environment judges each change by
-/// it, and the generator's verification judges the oracle's repair steps the same way.
+/// no change for [`QUIET`] (a partial repair); or `settle` spent (a step that broke something
+/// or changed nothing waits it out, so that a breakage that takes a dead interval to show is
+/// seen). If `settle` ends with an adjacency that passed `before` exchanging its database,
+/// the watch goes on until the lab settles, or no such adjacency has been seen for [`QUIET`],
+/// or [`EXCHANGE_GRACE`] is spent: the exchange ends by itself, and only then does the step's
+/// effect show. The environment judges each change by it, and the generator's verification
+/// judges the oracle's repair steps the same way.
 pub(crate) async fn settled_after(
     live: &LiveLab,
     before: &Health,
@@ -609,9 +610,9 @@ impl IncidentEnv {
     /// step's state check. Settled is every check passing; or fewer checks failing than
     /// before the step (a subset of them) and either exactly the symptom of the task's faults
     /// not yet repaired, [`QUIET`] after the change, or no change for [`QUIET`] (a partial
-    /// repair: the other faults' checks will not recover); or [`IncidentOptions::settle`] spent (a change
-    /// that broke something or changed nothing waits it out, so that a breakage that takes a
-    /// dead interval to show is seen).
+    /// repair: the other faults' checks will not recover); or [`IncidentOptions::settle`]
+    /// spent (a change that broke something or changed nothing waits it out, so that a
+    /// breakage that takes a dead interval to show is seen).
     async fn observe_change(&mut self) -> Result<(), EnvError> {
         let before = self.current.clone().unwrap_or_default();
         let health = settled_after(self.live()?, &before, &self.symptoms, self.options.settle).await;
