@@ -157,16 +157,16 @@ impl Network {
             nodes.insert(node_name, NodeNs { ns, rtnl, pinger });
         }
         // The pooled routers' namespaces: a netlink socket (and an ICMP one) opened in each.
+        let spec_sysctls = pool.map(|p| &p.spec().sysctls);
         for (node_name, warm) in &pooled {
             let in_mesh = mesh.iter().any(|(n, _)| n == node_name);
             let rt = runtime.clone();
-            let spec = pool.map(|p| p.spec().sysctls.clone()).unwrap_or_default();
             let own: Vec<(String, String)> = topology
                 .node(node_name)
                 .map(|n| {
                     n.sysctls
                         .iter()
-                        .filter(|(k, v)| spec.get(*k) != Some(*v))
+                        .filter(|(k, v)| spec_sysctls.and_then(|s| s.get(*k)) != Some(*v))
                         .map(|(k, v)| (k.clone(), v.clone()))
                         .collect()
                 })
