@@ -893,7 +893,7 @@ fn check_ethtool(args: &[String]) -> Result<(), Refusal> {
 
 /// The first executable `name` in [`BIN_DIRS`]. The path is kept as found, not canonicalized:
 /// multi-call binaries (`iptables` -> `xtables-nft-multi`) dispatch on the name they run as.
-fn resolve(name: &str) -> Option<PathBuf> {
+pub(crate) fn resolve(name: &str) -> Option<PathBuf> {
     BIN_DIRS
         .iter()
         .map(|dir| Path::new(dir).join(name))

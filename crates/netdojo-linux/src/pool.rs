@@ -229,7 +229,11 @@ async fn snapshot(frr: &Frr) -> Result<Snapshot, NetworkError> {
 /// network namespace the child inherits; `input` goes to its standard input (`-batch -`).
 fn run_here(args: &[&str], input: &str) -> Result<String, String> {
     use std::io::Write;
-    let mut child = StdCommand::new(args[0])
+    // By its absolute path: a bare name with a `PATH` of the child's own makes the standard
+    // library fork this whole process rather than posix_spawn it, and a router's reset runs a
+    // dozen of these (the page-table copy and teardown were 4% of a suite run's CPU).
+    let program = crate::exec::resolve(args[0]).ok_or_else(|| format!("{}: not installed", args[0]))?;
+    let mut child = StdCommand::new(program)
         .args(&args[1..])
         .env_clear()
         .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
