@@ -3,17 +3,20 @@
 //!
 //! A router comes back when its network is torn down. A worker thread then resets it, off the
 //! episode's critical path: its daemons are killed, every link but the loopback is deleted, the
-//! nftables ruleset, the loopback's qdiscs, the main and default routing tables, policy rules
-//! and the loopback's addresses are put back, every per-namespace sysctl is written back to its
-//! value when fresh, the connection-tracking table is flushed, and the daemons are started again
-//! with an empty configuration. (Undoing the configuration with `no` commands instead, as
-//! frr-reload.py does, was tried: zebra and ripd keep interfaces and routes that no command takes
-//! back, and a reused router then rejected routes now and then.) Then the router's whole
-//! state ([`Snapshot`]: each FRR daemon's running configuration, zebra's interfaces; links,
-//! addresses, routes, rules, nftables ruleset, qdiscs, classes, filters; every per-namespace
-//! `net.*` sysctl) is compared with the one taken when it was fresh, before any episode. Only a
-//! router equal to its fresh self goes back to the pool; any other is destroyed (daemons
-//! killed, namespace deleted) and counted in [`PoolStats::discarded`].
+//! nftables ruleset, the loopback's qdiscs, the main and default routing tables, policy rules and
+//! the loopback's addresses are put back, every per-namespace sysctl is written back to its value
+//! when fresh, the connection-tracking table is flushed, and the daemons are started again with an
+//! empty configuration. (Undoing the configuration with `no` commands instead, as frr-reload.py
+//! does, was tried: zebra and ripd keep interfaces and routes that no command takes back, and a
+//! reused router then rejected routes now and then. The daemons' own allocation counts, `show
+//! memory`, say the same of zebra, ospfd and bgpd after such an undo: nexthop groups, route nodes,
+//! route-map entries and BGP tables a never-configured daemon has not, with the running
+//! configuration back to the fresh one; docs/incident.md, "Speed".) Then the router's whole state
+//! ([`Snapshot`]: each FRR daemon's running configuration, zebra's interfaces; links, addresses,
+//! routes, rules, nftables ruleset, qdiscs, classes, filters; every per-namespace `net.*` sysctl)
+//! is compared with the one taken when it was fresh, before any episode. Only a router equal to its
+//! fresh self goes back to the pool; any other is destroyed (daemons killed, namespace deleted) and
+//! counted in [`PoolStats::discarded`].
 //!
 //! The pool grows to the working set (routers in use plus routers being reset, at most
 //! [`MAX_ROUTERS`]): an episode that finds too few idle routers starts the missing ones itself,
