@@ -101,6 +101,26 @@ fn owner_of(line: &str) -> Option<&'static str> {
     OWNED.iter().find(|(first, _)| words.starts_with(first)).map(|(_, owner)| *owner)
 }
 
+/// The daemons besides zebra and staticd that `config` (configuration text in the form FRR
+/// writes it) configures: those owning a line of it ([`OWNED`]: `router ospf`, `ip ospf ...`,
+/// `router bgp`, ...), and bgpd for its own lists (`bgp as-path access-list`, `bgp
+/// community-list`), in [`DAEMONS`]' order. A line of another daemon's that this misses (a
+/// route-map clause only bgpd knows) reaches no running daemon, and [`Frr::apply_config`]
+/// then fails on it, naming it: a router is never left silently without a line.
+pub fn daemons_of(config: &str) -> Vec<&'static str> {
+    let mut used = Vec::new();
+    for line in config.lines() {
+        let word = line.trim_start();
+        let bgp_list = word.split_ascii_whitespace().find(|w| *w != "no") == Some("bgp");
+        if let Some(owner) = owner_of(word).or(bgp_list.then_some("bgpd"))
+            && !used.contains(&owner)
+        {
+            used.push(owner);
+        }
+    }
+    DAEMONS.into_iter().filter(|d| used.contains(d)).collect()
+}
+
 /// One session on a daemon's vty socket, in vtysh's protocol: a NUL-terminated line, answered by
 /// the output, three NUL bytes and the status (lib/vty.c `vtysh_flush`).
 struct VtySession {
@@ -221,6 +241,9 @@ pub struct Frr {
     router: String,
     ns: String,
     dir: PathBuf,
+    /// The host name the daemons print ([`rename`](Self::rename) changes it), for a daemon
+    /// started later ([`start_more`](Self::start_more)).
+    hostname: String,
     stopped: bool,
 }
 
@@ -262,7 +285,13 @@ impl Frr {
         let dir = Path::new(RUN_DIR).join(ns);
         // Created before anything runs, so that stop() (and the sweep) finds what to clean.
         fs::create_dir_all(dir.join(ns)).map_err(io("run directory"))?;
-        let frr = Self { router: router.into(), ns: ns.into(), dir: dir.clone(), stopped: false };
+        let frr = Self {
+            router: router.into(),
+            ns: ns.into(),
+            dir: dir.clone(),
+            hostname: hostname.into(),
+            stopped: false,
+        };
         fs::write(dir.join(ns).join("vtysh.conf"), "").map_err(io("vtysh.conf"))?;
         for d in &list {
             fs::write(dir.join(format!("{d}.conf")), format!("hostname {hostname}\n"))
@@ -293,6 +322,36 @@ impl Frr {
             }
         }
         Ok(frr)
+    }
+
+    /// Starts those of `daemons` that are not running yet, as [`start`](Self::start) starts
+    /// its daemons (an empty configuration but for the host name, every one reachable on its
+    /// vty socket before this returns), and returns them. Their share of a configuration that
+    /// the others already run is [`apply_config_to`](Self::apply_config_to)'s to give them.
+    pub async fn start_more(&self, daemons: &[String]) -> Result<Vec<&'static str>, FrrError> {
+        let running = self.daemons();
+        let mut new: Vec<&'static str> = Vec::new();
+        for d in daemons {
+            let Some(known) = DAEMONS.iter().find(|k| **k == d.as_str()) else {
+                return Err(FrrError::UnknownDaemon { router: self.router.clone(), daemon: d.clone() });
+            };
+            if !running.contains(known) && !new.contains(known) {
+                new.push(known);
+            }
+        }
+        for d in &new {
+            let conf = self.dir.join(format!("{d}.conf"));
+            fs::write(&conf, format!("hostname {}\n", self.hostname))
+                .and_then(|()| chown_frr(&conf))
+                .map_err(|source| FrrError::Io {
+                    router: self.router.clone(),
+                    what: format!("{d}.conf"),
+                    source,
+                })?;
+        }
+        futures::future::try_join_all(new.iter().map(|d| self.start_daemon(d))).await?;
+        self.wait_sockets(&new, Duration::from_secs(10)).await?;
+        Ok(new)
     }
 
     pub fn router(&self) -> &str {
@@ -353,6 +412,7 @@ impl Frr {
             return Err(FrrError::BadHostname { router: router.into(), hostname: hostname.into() });
         }
         self.router = router.to_string();
+        self.hostname = hostname.to_string();
         let uts = fs::File::open(self.uts_path()).map_err(|source| FrrError::Io {
             router: self.router.clone(),
             what: "uts".into(),
@@ -471,19 +531,33 @@ impl Frr {
     /// checks every lab's routers against vtysh -f.
     pub async fn apply_config(&self, config: &str) -> Result<String, FrrError> {
         let timeout = Duration::from_secs(30);
-        tokio::time::timeout(timeout, self.apply_config_within(config))
+        tokio::time::timeout(timeout, self.apply_config_within(config, None))
             .await
             .map_err(|_| FrrError::Timeout { router: self.router.clone(), timeout })?
     }
 
-    async fn apply_config_within(&self, config: &str) -> Result<String, FrrError> {
+    /// [`apply_config`](Self::apply_config) to `daemons` alone (daemons started after the
+    /// others took `config`, by [`start_more`](Self::start_more)): each gets the lines it
+    /// would have got had it been running then. A line none of them takes (`no match`) is
+    /// another daemon's and is skipped, with the block it opens; any other refusal is an error.
+    pub async fn apply_config_to(&self, config: &str, daemons: &[&str]) -> Result<String, FrrError> {
+        let timeout = Duration::from_secs(30);
+        tokio::time::timeout(timeout, self.apply_config_within(config, Some(daemons)))
+            .await
+            .map_err(|_| FrrError::Timeout { router: self.router.clone(), timeout })?
+    }
+
+    /// `only`: the daemons to configure, lines that none of them takes skipped
+    /// ([`apply_config_to`](Self::apply_config_to)); `None`: every daemon running, a line that
+    /// none takes an error.
+    async fn apply_config_within(&self, config: &str, only: Option<&[&str]>) -> Result<String, FrrError> {
         let io = |daemon: &str, source| FrrError::Io {
             router: self.router.clone(),
             what: format!("{daemon} vty"),
             source,
         };
         let mut sessions = Vec::new();
-        for daemon in self.daemons() {
+        for daemon in self.daemons().into_iter().filter(|d| only.is_none_or(|o| o.contains(d))) {
             sessions
                 .push(VtySession::connect(daemon, &self.vty_path(daemon)).await.map_err(|e| io(daemon, e))?);
         }
@@ -494,8 +568,12 @@ impl Frr {
         // the end of the file (with `live::BGP_RELEASE`), and a lab converge 0.3-0.5 s later (`xtask bench incident`).
         let frame = ["enable", "configure terminal", "XFRR_start_configuration"];
         let mut printed = String::new();
+        let lenient = only.is_some();
+        if sessions.is_empty() {
+            return Ok(String::new());
+        }
         for line in frame {
-            self.ask_all(&mut sessions, &all, line, 0, true, &mut printed).await?;
+            self.ask_all(&mut sessions, &all, line, 0, true, false, &mut printed).await?;
         }
         // Which daemons accepted the last column-0 line: the owners of its block.
         let mut block: Option<Vec<bool>> = None;
@@ -516,20 +594,22 @@ impl Frr {
                 }
             }
             let accepted =
-                self.ask_all(&mut sessions, &targets, line, number + 1, false, &mut printed).await?;
+                self.ask_all(&mut sessions, &targets, line, number + 1, false, lenient, &mut printed).await?;
             if top {
                 block = (word != "exit").then_some(accepted);
             }
         }
         for line in ["XFRR_end_configuration", "end"] {
-            self.ask_all(&mut sessions, &all, line, 0, true, &mut printed).await?;
+            self.ask_all(&mut sessions, &all, line, 0, true, false, &mut printed).await?;
         }
         Ok(printed)
     }
 
     /// Sends `line` (line `number` of the configuration; 0 for vtysh's own framing) to the
     /// daemons of `sessions` that `targets` marks, all at once, and returns which accepted it.
-    /// `every` asks that every one does.
+    /// `every` asks that every one does; `lenient` lets none take it (`no match` from each, or
+    /// no daemon marked), which the caller then skips.
+    #[allow(clippy::too_many_arguments)]
     async fn ask_all(
         &self,
         sessions: &mut [VtySession],
@@ -537,6 +617,7 @@ impl Frr {
         line: &str,
         number: usize,
         every: bool,
+        lenient: bool,
         printed: &mut String,
     ) -> Result<Vec<bool>, FrrError> {
         let asks = sessions
@@ -567,6 +648,9 @@ impl Frr {
                 CMD_ERR_NO_MATCH if !every => {}
                 _ => refused = true,
             }
+        }
+        if !refused && accepted_by.is_empty() && lenient {
+            return Ok(vec![false; sessions.len()]);
         }
         if refused || accepted_by.is_empty() {
             return Err(FrrError::Config {
@@ -947,6 +1031,7 @@ pub fn reap_prefix(prefix: &str) -> Vec<String> {
     reaped
 }
 
+/// Gives `dir` (a file, or a directory and what is in it, two levels deep) to user `frr`.
 fn chown_frr(dir: &Path) -> std::io::Result<()> {
     let user = nix::unistd::User::from_name("frr")
         .ok()
@@ -957,6 +1042,9 @@ fn chown_frr(dir: &Path) -> std::io::Result<()> {
             .map_err(|e| std::io::Error::from_raw_os_error(e as i32))
     };
     chown(dir)?;
+    if !dir.is_dir() {
+        return Ok(());
+    }
     for entry in fs::read_dir(dir)? {
         let path = entry?.path();
         chown(&path)?;
@@ -1008,6 +1096,27 @@ mod tests {
         assert_eq!(owner_of(" ip address 10.0.0.1/30"), None);
         assert_eq!(owner_of("route-map OUT permit 10"), None);
         assert_eq!(owner_of("interface eth1"), None);
+    }
+
+    #[test]
+    fn a_configuration_names_the_daemons_it_configures() {
+        let ospf = "interface eth1\n ip ospf network point-to-point\nexit\nrouter ospf\n network 10.0.0.0/8 area 0\nexit\n";
+        assert_eq!(daemons_of(ospf), ["ospfd"]);
+        // An interface line alone needs its daemon too, and order follows DAEMONS.
+        let both = "router bgp 65001\n neighbor 10.0.0.2 remote-as 65002\nexit\ninterface lo\n ip ospf cost 3\nexit\n";
+        assert_eq!(daemons_of(both), ["ospfd", "bgpd"]);
+        assert_eq!(daemons_of("bgp as-path access-list A seq 5 permit _65002$\n"), ["bgpd"]);
+        assert_eq!(
+            daemons_of("interface eth1\n ipv6 ospf6 area 0.0.0.0\nexit\nrouter ospf6\nexit\n"),
+            ["ospf6d"]
+        );
+        // What zebra and staticd take needs nothing more.
+        assert_eq!(
+            daemons_of(
+                "ip route 10.9.0.0/16 10.0.0.2\nroute-map RM permit 10\nexit\ninterface eth1\n ip address 10.0.0.1/30\nexit\n"
+            ),
+            Vec::<&str>::new()
+        );
     }
 
     #[test]

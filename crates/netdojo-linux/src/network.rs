@@ -88,7 +88,8 @@ impl Network {
     }
 
     /// [`build`](Self::build), with the `frr` nodes that match the pool's routers taken from
-    /// `pool` (warm: namespace made, daemons running, configuration empty) instead of started.
+    /// `pool` (warm: namespace made, the pool's daemons running, configuration empty; a node's
+    /// other daemons are started as it is taken) instead of started.
     pub async fn build_with(
         topology: Topology,
         pool: Option<&PoolHandle>,
@@ -106,7 +107,7 @@ impl Network {
         let served = |node: &crate::topology::Node| {
             pool.is_some_and(|p| {
                 node.kind == NodeKind::Frr
-                    && node.daemons == p.spec().daemons
+                    && p.spec().daemons.iter().all(|d| node.daemons.contains(d))
                     && p.spec().sysctls.keys().all(|k| node.sysctls.contains_key(k))
             })
         };
@@ -231,10 +232,12 @@ impl Network {
     async fn start_frr(&mut self) -> Result<Duration, NetworkError> {
         let mut each = Vec::new();
         let adopted = self.pooled.iter_mut().map(|(name, warm)| {
-            let startup = self.topology.node(name).and_then(|n| n.config.clone());
+            let node = self.topology.node(name);
+            let startup = node.and_then(|n| n.config.clone());
+            let daemons = node.map(|n| n.daemons.clone()).unwrap_or_default();
             async move {
                 let t = Instant::now();
-                warm.adopt(name, startup.as_deref()).await.map(|()| t.elapsed())
+                warm.adopt(name, &daemons, startup.as_deref()).await.map(|()| t.elapsed())
             }
         });
         for result in futures::future::join_all(adopted).await {

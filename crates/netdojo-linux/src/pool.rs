@@ -5,8 +5,9 @@
 //! episode's critical path: its daemons are killed, every link but the loopback is deleted, the
 //! nftables ruleset, the loopback's qdiscs, the main and default routing tables, policy rules and
 //! the loopback's addresses are put back, every per-namespace sysctl is written back to its value
-//! when fresh, the connection-tracking table is flushed, and the daemons are started again with an
-//! empty configuration. (Undoing the configuration with `no` commands instead, as frr-reload.py
+//! when fresh, the connection-tracking table is flushed, and the pool's daemons ([`RouterSpec`]) are started
+//! again with an empty configuration (those a router ran beyond them, started as it was taken,
+//! are gone with the rest and stay so). (Undoing the configuration with `no` commands instead, as frr-reload.py
 //! does, was tried: zebra and ripd keep interfaces and routes that no command takes back, and a
 //! reused router then rejected routes now and then. The daemons' own allocation counts, `show
 //! memory`, say the same of zebra, ospfd and bgpd after such an undo: nexthop groups, route nodes,
@@ -40,10 +41,10 @@ pub const IDLE_HOSTNAME: &str = "pooled";
 pub const MAX_ROUTERS: usize = 64;
 
 /// What every router of a pool is: its daemons (besides zebra and staticd) and the sysctls its
-/// namespace gets before any interface exists. A node is served from the pool when it runs the
-/// same daemons and sets every one of these sysctls; the values it sets otherwise, and any
-/// sysctl of its own, are written as it is taken (`Network::build_with`) and written back by
-/// the reset when it returns.
+/// namespace gets before any interface exists. A node is served from the pool when it runs at
+/// least these daemons and sets every one of these sysctls; its other daemons are started, and
+/// the values it sets otherwise and any sysctl of its own written, as it is taken
+/// (`Network::build_with`, [`Warm::adopt`]), and the reset takes all of it back when it returns.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RouterSpec {
     pub daemons: Vec<String>,
@@ -132,10 +133,17 @@ impl Warm {
         &self.fresh
     }
 
-    /// Makes it router `router` (host name and all) and applies `startup` (configuration
-    /// commands, one a line), as [`Frr::start`] does for a fresh router.
-    pub async fn adopt(&mut self, router: &str, startup: Option<&str>) -> Result<(), FrrError> {
+    /// Makes it router `router` (host name and all), running `daemons` besides the pool's (they
+    /// are started now), and applies `startup` (configuration commands, one a line), as
+    /// [`Frr::start`] does for a fresh router.
+    pub async fn adopt(
+        &mut self,
+        router: &str,
+        daemons: &[String],
+        startup: Option<&str>,
+    ) -> Result<(), FrrError> {
         self.frr.rename(router, router).await?;
+        self.frr.start_more(daemons).await?;
         let Some(config) = startup else { return Ok(()) };
         let out = self.frr.apply_file(config).await?;
         if !out.success() {

@@ -108,10 +108,52 @@ fn in_router(ns: &str, args: &'static [&'static str]) {
     assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
 }
 
+/// A daemon started after the others took a configuration (`start_more`, then
+/// `apply_config_to` it alone) holds what it would have held had it run from the start: the
+/// shared lines (a prefix-list, a route-map, an access-list) and nothing of another daemon's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_daemon_started_later_holds_what_one_started_at_once_holds() {
+    use netdojo_linux::pool::{RouterSpec, start_router};
+    if !common::frr_or_skip("frr late daemon") {
+        return;
+    }
+    const CONFIG: &str = "interface lo\n ip address 10.9.9.9/32\n ip ospf cost 7\nexit\n\
+        router ospf\n ospf router-id 9.9.9.9\n network 10.9.9.9/32 area 0\nexit\n\
+        ip prefix-list P seq 5 permit 10.0.0.0/8 le 32\naccess-list 1 permit 10.0.0.0 0.255.255.255\n\
+        route-map RM permit 10\n match ip address prefix-list P\nexit\nip route 10.8.0.0/16 blackhole\n";
+    let spec =
+        RouterSpec { daemons: Vec::new(), sysctls: netdojo_linux::topology::Node::ipv4_only_sysctls() };
+    let mut eager = start_router(&spec).await.expect("a warm router");
+    eager.adopt("r", &["ospfd", "bgpd"].map(String::from), Some(CONFIG)).await.expect("eager");
+    let mut late = start_router(&spec).await.expect("a warm router");
+    late.adopt("r", &["ospfd"].map(String::from), Some(CONFIG)).await.expect("ospfd only");
+    assert_eq!(late.frr().daemons(), ["zebra", "staticd", "ospfd"]);
+    let started = late.frr().start_more(&["ospfd", "bgpd"].map(String::from)).await.expect("start bgpd");
+    assert_eq!(started, ["bgpd"], "only the daemon not running starts");
+    late.frr().apply_config_to(CONFIG, &started).await.expect("bgpd takes its share");
+    async fn written(frr: &frr::Frr, daemon: &str) -> String {
+        let lines = ["enable", "write terminal"].map(String::from);
+        let text = frr.vty(daemon, &lines, Duration::from_secs(5)).await.expect("write terminal");
+        // Without the `!` lines: the log file's path among them names the namespace.
+        text.concat().lines().filter(|l| !l.starts_with('!')).collect::<Vec<_>>().join("\n")
+    }
+    for daemon in ["zebra", "staticd", "ospfd", "bgpd"] {
+        assert_eq!(written(late.frr(), daemon).await, written(eager.frr(), daemon).await, "{daemon}");
+    }
+    let bgpd = written(late.frr(), "bgpd").await;
+    assert!(
+        bgpd.contains("route-map RM permit 10")
+            && bgpd.contains("ip prefix-list P seq 5")
+            && !bgpd.contains("router ospf"),
+        "{bgpd}"
+    );
+}
+
 /// The warm pool's promise: after an episode that changed everything it could (every daemon's
 /// configuration, a link, addresses, routes, a policy rule, nftables, a qdisc, sysctls), a reset
 /// router shows exactly the state it had when fresh, and the same state as a router started
-/// now; and nothing of either is left once they are dropped.
+/// now; and nothing of either is left once they are dropped. The episode's router ran two
+/// daemons more than the pool's (started as it was taken); the reset leaves the pool's alone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pooled_router_after_a_hostile_episode_is_a_fresh_router_again() {
     use netdojo_linux::pool::{RouterSpec, start_router};
@@ -119,7 +161,7 @@ async fn a_pooled_router_after_a_hostile_episode_is_a_fresh_router_again() {
         return;
     }
     let spec = RouterSpec {
-        daemons: ["ospfd", "bgpd", "ripd"].map(String::from).to_vec(),
+        daemons: ["ospfd"].map(String::from).to_vec(),
         sysctls: netdojo_linux::topology::Node::ipv4_only_sysctls(),
     };
     let mut router = start_router(&spec).await.expect("a warm router");
@@ -127,6 +169,7 @@ async fn a_pooled_router_after_a_hostile_episode_is_a_fresh_router_again() {
     router
         .adopt(
             "evil",
+            &["bgpd", "ripd"].map(String::from),
             Some(
                 "interface lo\n ip address 10.9.9.9/32\n ip ospf cost 7\n ip rip authentication mode md5\nexit\n\
                  router ospf\n ospf router-id 9.9.9.9\n network 10.9.9.9/32 area 0\nexit\n\
@@ -161,7 +204,9 @@ async fn a_pooled_router_after_a_hostile_episode_is_a_fresh_router_again() {
         );
     }
 
+    assert_eq!(router.frr().daemons(), ["zebra", "staticd", "ospfd", "bgpd", "ripd"]);
     router.reset(&spec).await.expect("the reset brings the fresh state back");
+    assert_eq!(router.frr().daemons(), ["zebra", "staticd", "ospfd"], "the episode's extra daemons are gone");
     let now = router.snapshot().await.expect("snapshot");
     assert_eq!(now.differences(&fresh), Vec::<String>::new());
     assert_eq!(now, fresh);
