@@ -703,7 +703,7 @@ fn incident(args: &BenchArgs) -> Result<()> {
     let runtime = tokio::runtime::Runtime::new().context("tokio runtime")?;
     const PHASES: [&str; 9] = [
         "namespaces, links, pool checkout",
-        "FRR (pooled routers renamed, others started)",
+        "FRR (routers renamed, their daemons started)",
         "the lab's linux lines",
         "configuration applied (vty sockets)",
         "services started",

@@ -623,6 +623,12 @@ impl IncidentEnv {
     }
 
     /// `show`: a vtysh `show` command on a router, or a read-only Linux command on any node.
+    /// [`LiveLab::touch`] before a tool addresses `device`: its daemons' start failing is the
+    /// environment's failure, not the agent's.
+    async fn touch(&self, device: &str) -> Result<(), EnvError> {
+        self.live()?.touch(device).await.map_err(|e| self.runtime(e.to_string()))
+    }
+
     async fn show(&self, call: &ToolCall, device: &str, command: &str) -> Result<Observation, EnvError> {
         let command = command.trim();
         if command.split_whitespace().next() == Some("show") {
@@ -1038,6 +1044,7 @@ impl Environment for IncidentEnv {
                 if let Some(err) = node(device) {
                     return Ok(err);
                 }
+                self.touch(device).await?;
                 self.show(call, device, str_arg(call, "command")).await
             }
             tools::CONFIGURE => {
@@ -1045,6 +1052,7 @@ impl Environment for IncidentEnv {
                 if let Some(err) = node(device) {
                     return Ok(err);
                 }
+                self.touch(device).await?;
                 let commands: Vec<String> = call
                     .arguments
                     .get("commands")
@@ -1063,6 +1071,7 @@ impl Environment for IncidentEnv {
                 if let Some(err) = node(from) {
                     return Ok(err);
                 }
+                self.touch(from).await?;
                 let to = str_arg(call, "to").trim();
                 if call.name == tools::PING {
                     let count =

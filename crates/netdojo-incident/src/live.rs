@@ -6,10 +6,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-use netdojo_linux::exec;
 use netdojo_linux::network::{BuildTimes, Network};
 use netdojo_linux::pool::{PoolHandle, RouterSpec};
 use netdojo_linux::topology::{IPV4_ONLY, NodeKind, Topology};
+use netdojo_linux::{exec, frr};
 use tokio::sync::Mutex;
 
 use crate::error::IncidentError;
@@ -67,21 +67,27 @@ pub struct LiveLab {
     times: StartTimes,
     /// The routers whose OSPF external routes wait for [`LiveLab::release_ospf_externals`].
     ospf_held: Vec<String>,
+    /// The routers running every daemon of [`daemons`] ([`LiveLab::touch`]).
+    complete: Mutex<BTreeSet<String>>,
     // Last: dropped after the services, which run in its namespaces.
     network: Network,
 }
 
-/// The FRR daemons every router of every lab runs (besides zebra and staticd): one router
-/// description for all labs of an address family, so that one warm pool ([`router_spec`])
-/// serves every router, and an operator (or an agent) can configure any protocol anywhere, as
-/// on a real router. ospf6d ([`DAEMONS_IPV6`]) runs only where the lab turns IPv6 on: with
-/// IPv6 off in the kernel it has nothing to route, and its start was a fifth of a router's.
+/// The FRR daemons every router of every lab can run (besides zebra and staticd, which always
+/// run), so that an operator (or an agent) can configure any protocol anywhere, as on a real
+/// router. A router starts with those its configuration uses ([`topology_of`]); the others
+/// start, and take their share of its configuration, the first time anything addresses the
+/// router ([`LiveLab::touch`]): an agent's tool call, a fault's injection. An unused daemon
+/// holds no state another can see (bgpd without `router bgp` opens no port, ospfd without
+/// `router ospf` sends no hello), so until then nothing tells the two apart; a daemon's start
+/// is most of a router's setup (docs/incident.md, "Speed"). ospf6d ([`DAEMONS_IPV6`]) runs
+/// only where the lab turns IPv6 on: with IPv6 off in the kernel it has nothing to route.
 pub const DAEMONS: [&str; 2] = ["ospfd", "bgpd"];
 /// What a router of a lab with IPv6 runs besides [`DAEMONS`].
 pub const DAEMONS_IPV6: [&str; 1] = ["ospf6d"];
 
-/// The daemons (besides zebra and staticd) of every router of a lab with (`ipv6`) or without
-/// IPv6.
+/// The daemons (besides zebra and staticd) a router of a lab with (`ipv6`) or without IPv6 can
+/// run.
 pub fn daemons(ipv6: bool) -> Vec<String> {
     let extra: &[&str] = if ipv6 { &DAEMONS_IPV6 } else { &[] };
     DAEMONS.iter().chain(extra).map(|d| d.to_string()).collect()
@@ -113,14 +119,16 @@ fn base_sysctls(ipv6: bool, router: bool) -> BTreeMap<String, String> {
 }
 
 /// What a warm pool's routers must be to serve the routers of labs with (`ipv6`) or without
-/// IPv6: their [`daemons`] and the base sysctls. A router with sysctls of its own (an
-/// `rp_filter`) is served too; they are written as it is taken.
+/// IPv6: zebra and staticd alone (a router's other daemons start as it is taken: see
+/// [`DAEMONS`]) and the base sysctls. A router with sysctls of its own (an `rp_filter`) is
+/// served too; they are written as it is taken.
 pub fn router_spec(ipv6: bool) -> RouterSpec {
-    RouterSpec { daemons: daemons(ipv6), sysctls: base_sysctls(ipv6, true) }
+    RouterSpec { daemons: Vec::new(), sysctls: base_sysctls(ipv6, true) }
 }
 
-/// The topology netdojo-linux builds for `lab`: the lab's, every router running its
-/// [`daemons`] (and any other its node lists), every node with the base sysctls under its own.
+/// The topology netdojo-linux builds for `lab`: the lab's, every router running the daemons its
+/// configuration uses (`netdojo_linux::frr::daemons_of`, and any other its node lists), every
+/// node with the base sysctls under its own.
 pub fn topology_of(lab: &Lab) -> Topology {
     let mut topology = lab.topology();
     for (_, node) in topology.topology.nodes.0.iter_mut() {
@@ -129,13 +137,12 @@ pub fn topology_of(lab: &Lab) -> Topology {
             node.sysctls.entry(k).or_insert(v);
         }
         if router {
-            let mut all = daemons(lab.ipv6);
-            for d in &node.daemons {
-                if !all.contains(d) {
-                    all.push(d.clone());
+            let used = frr::daemons_of(node.config.as_deref().unwrap_or_default());
+            for d in used {
+                if !node.daemons.iter().any(|n| n == d) {
+                    node.daemons.push(d.to_string());
                 }
             }
-            node.daemons = all;
         }
     }
     topology
@@ -228,6 +235,21 @@ impl LiveLab {
         inject: &[Action],
     ) -> Result<LiveLab, IncidentError> {
         let mut topology = topology_of(lab);
+        // A router a fault is injected on runs every daemon from the start (touched by the
+        // injection): the fault's lines go in with its startup configuration.
+        let all = daemons(lab.ipv6);
+        let mut complete = BTreeSet::new();
+        for (name, node) in topology.topology.nodes.0.iter_mut() {
+            let injected = inject.iter().any(|a| matches!(a, Action::Vtysh { device, .. } if device == name));
+            if node.kind == NodeKind::Frr && (injected || all.iter().all(|d| node.daemons.contains(d))) {
+                for d in &all {
+                    if !node.daemons.contains(d) {
+                        node.daemons.push(d.clone());
+                    }
+                }
+                complete.insert(name.clone());
+            }
+        }
         // Routers get their configuration after the lab's `linux` lines: a router with some (a
         // firewall's ruleset) loads them before its routing configuration, as a router loads its
         // firewall before its routing daemons start (a BGP session opened before a stateful
@@ -274,6 +296,7 @@ impl LiveLab {
             services: Mutex::new(services),
             times: StartTimes { network: built, ..StartTimes::default() },
             ospf_held,
+            complete: Mutex::new(complete),
             network,
         };
         let t = Instant::now();
@@ -458,7 +481,8 @@ impl LiveLab {
             async move {
                 let mut text = format!("--- {router}\n");
                 let Ok(frr) = self.frr_of(router) else { return text };
-                for (daemon, command) in commands {
+                let running = frr.daemons();
+                for (daemon, command) in commands.iter().filter(|(d, _)| running.contains(d)) {
                     match frr.show(daemon, command).await {
                         Ok(out) => text.push_str(&format!("# {command}\n{}\n", out.trim_end())),
                         Err(e) => text.push_str(&format!("# {command}: {daemon} did not answer: {e}\n")),
@@ -489,6 +513,28 @@ impl LiveLab {
             IncidentError::Frr { lab: self.lab.name.clone(), device: router.into(), source }
         })?;
         Ok(serde_json::from_str(&text).unwrap_or_default())
+    }
+
+    /// Readies `device` for whatever addresses it (see [`DAEMONS`]): on a router not running
+    /// every daemon yet, starts the others and gives them their share of the router's
+    /// configuration, the lab's (nothing but the lab's own lines has reached a router before its
+    /// first touch). A host, or a router already complete, is left as it is.
+    pub async fn touch(&self, device: &str) -> Result<(), IncidentError> {
+        let Some(frr) = self.network.frr(device) else { return Ok(()) };
+        let mut complete = self.complete.lock().await;
+        if complete.contains(device) {
+            return Ok(());
+        }
+        let frr_err =
+            |source| IncidentError::Frr { lab: self.lab.name.clone(), device: device.into(), source };
+        let new = frr.start_more(&daemons(self.lab.ipv6)).await.map_err(frr_err)?;
+        let config = self.lab.topology().node(device).and_then(|n| n.config.clone()).unwrap_or_default();
+        if !new.is_empty() {
+            frr.apply_config_to(&config, &new).await.map_err(frr_err)?;
+        }
+        tracing::debug!(lab = %self.lab.name, device, started = ?new, "router touched: every daemon runs");
+        complete.insert(device.to_string());
+        Ok(())
     }
 
     fn frr_of(&self, router: &str) -> Result<&netdojo_linux::frr::Frr, IncidentError> {
@@ -653,6 +699,7 @@ impl LiveLab {
         match action {
             Action::Vtysh { device, lines } => {
                 self.ns(device)?;
+                self.touch(device).await?;
                 let frr = self
                     .network
                     .frr(device)
@@ -891,11 +938,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_router_runs_the_pool_s_daemons_ospf6d_only_with_ipv6_and_a_node_s_own_sysctls_win() {
+    fn every_router_runs_the_daemons_its_configuration_uses_and_a_node_s_own_sysctls_win() {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/incident/labs/hub-spoke.yml");
         let lab = Lab::load(path).expect("hub-spoke");
         let topology = topology_of(&lab);
         let spec = router_spec(lab.ipv6);
+        assert!(spec.daemons.is_empty(), "the pool's routers run zebra and staticd alone");
         for (name, node) in topology.nodes() {
             assert_eq!(node.sysctls.get("net.ipv4.icmp_ratelimit").map(String::as_str), Some("0"), "{name}");
             assert_eq!(
@@ -904,18 +952,22 @@ mod tests {
                 "{name}: an IPv4 lab turns IPv6 off"
             );
             if node.kind == NodeKind::Frr {
-                assert_eq!(node.daemons, spec.daemons, "{name}");
                 // Every router has the pool's sysctls under its own (sp1's `rp_filter`), so a warm
                 // pool serves it.
                 assert!(spec.sysctls.keys().all(|k| node.sysctls.contains_key(k)), "{name}");
                 assert_eq!(node.sysctls == spec.sysctls, name != "sp1", "{name}");
             }
         }
+        // hq-core and the hubs run OSPF; the spokes only static routes.
+        let of = |n: &str| topology.node(n).expect(n).daemons.clone();
+        assert_eq!(of("hq-core"), ["ospfd"]);
+        assert_eq!(of("hub"), ["ospfd"]);
+        assert_eq!(of("sp1"), Vec::<String>::new());
         let sp1 = topology.node("sp1").expect("sp1");
         assert_eq!(sp1.sysctls.get("net.ipv4.conf.default.rp_filter").map(String::as_str), Some("2"));
-        assert!(!spec.daemons.iter().any(|d| d == "ospf6d"), "an IPv4 lab's routers run no ospf6d");
+        assert_eq!(daemons(false), ["ospfd", "bgpd"], "what any router of an IPv4 lab can run");
+        assert_eq!(daemons(true), ["ospfd", "bgpd", "ospf6d"], "an IPv6 lab's routers can run ospf6d too");
         let v6 = router_spec(true);
-        assert_eq!(v6.daemons, ["ospfd", "bgpd", "ospf6d"], "an IPv6 lab's routers run ospf6d too");
         assert_eq!(v6.sysctls.get("net.ipv6.conf.all.forwarding").map(String::as_str), Some("1"));
         assert!(!v6.sysctls.contains_key("net.ipv6.conf.all.disable_ipv6"));
     }

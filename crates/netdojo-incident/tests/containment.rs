@@ -239,6 +239,11 @@ async fn corpus_through(via: Via, labs: &BTreeMap<String, Lab>) -> Vec<String> {
     let (v, a) = tokio::join!(victim.reset(&task), attacker.reset(&task));
     v.expect("victim reset");
     a.expect("attacker reset");
+    // The attacker's router runs every daemon before the first look, as after an agent's first
+    // call to it (`LiveLab::touch` starts the daemons its configuration does not use): those
+    // are netdojo's own, started before the call runs, and would otherwise be judged new
+    // processes in a watched namespace during whichever line came first.
+    attacker.live_lab().expect("attacker's lab").touch(ROUTER).await.expect("touch");
     let victim_ns = ns_of(&victim, ROUTER);
     let mut resident = containment::resident(&victim_ns).expect("a process in the victim");
     let vars = Vars {

@@ -113,6 +113,72 @@ async fn every_lab_comes_up_healthy_and_stops_clean() {
     }
 }
 
+/// What an agent's `show bgp summary` on `router` prints.
+async fn ask(live: &LiveLab, router: &str) -> String {
+    let frr = live.network().frr(router).expect("a router");
+    let out = frr.vtysh(&["-c", "show bgp summary"], std::time::Duration::from_secs(5)).await;
+    out.expect("vtysh").text()
+}
+
+/// Each daemon's own running configuration on `router`, without the `!` lines (the log file's
+/// path among them names the namespace).
+async fn written(live: &LiveLab, router: &str) -> String {
+    let frr = live.network().frr(router).expect("a router");
+    let mut all = String::new();
+    for daemon in frr.daemons() {
+        let lines = ["enable", "write terminal"].map(String::from);
+        let text = frr.vty(daemon, &lines, std::time::Duration::from_secs(5)).await.expect("write");
+        all.push_str(&format!("# {daemon}\n"));
+        for line in text.concat().lines().filter(|l| !l.starts_with('!')) {
+            all.push_str(line);
+            all.push('\n');
+        }
+    }
+    all
+}
+
+/// A router runs the daemons its configuration uses; the others start the first time something
+/// addresses it (`LiveLab::touch`), and then hold what they would have held had they run from
+/// the start: campus's core1 (OSPF only) touched, against core1 of a second campus whose
+/// core1 ran every daemon from the start (as a router a fault is injected on does).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_router_s_other_daemons_start_when_it_is_first_addressed() {
+    if !ready("a_router_s_other_daemons_start_when_it_is_first_addressed") {
+        return;
+    }
+    let campus = lab("campus");
+    let live = LiveLab::start(&campus).await.unwrap_or_else(|e| panic!("{e}"));
+    let frr = |live: &LiveLab, r: &str| live.network().frr(r).expect("a router").daemons();
+    for router in campus.routers() {
+        assert_eq!(frr(&live, router), ["zebra", "staticd", "ospfd"], "{router} before any touch");
+    }
+    live.touch("core1").await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(frr(&live, "core1"), ["zebra", "staticd", "ospfd", "bgpd"]);
+    assert_eq!(frr(&live, "core2"), ["zebra", "staticd", "ospfd"], "only the router touched");
+    live.touch("core1").await.unwrap_or_else(|e| panic!("{e}"));
+    live.touch("h1").await.expect("a host is left as it is");
+
+    let whole = [Action::Vtysh { device: "core1".into(), lines: Vec::new() }];
+    let (eager, _) = LiveLab::start_injected(
+        &campus,
+        None,
+        &whole,
+        &Default::default(),
+        netdojo_incident::live::CONVERGENCE,
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(frr(&eager, "core1"), ["zebra", "staticd", "ospfd", "bgpd"]);
+    assert_eq!(written(&live, "core1").await, written(&eager, "core1").await);
+    // What an agent reads of bgpd there is bgpd's own answer, as on the router that ran it from
+    // the start (an untouched router's vtysh would say that bgpd is not running).
+    let (touched, from_start) = (ask(&live, "core1").await, ask(&eager, "core1").await);
+    eprintln!("show bgp summary: untouched core2 {:?}, touched core1 {touched:?}", ask(&live, "core2").await);
+    assert_eq!(touched, from_start);
+    live.stop().await;
+    eager.stop().await;
+}
+
 /// The operations faults and agents use: a service stopped, moved to another port, given a
 /// wrong record, and each change undone; a vtysh change and a linux line; the checks follow.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -185,9 +251,11 @@ async fn operator_actions_change_what_the_checks_see() {
 /// (`Frr::apply_config`, as a lab start applies it), gives the running configuration that
 /// `vtysh -f` gives: for every FRR router of every lab, one fresh router gets the text through
 /// vtysh and another directly, and `show running-config` must be the same, line for line. Both
-/// are warm-pool routers of the lab's spec (same daemons, same host name), so nothing is
-/// normalised: not even the hostname and `frr version` lines differ. A line no daemon knows is
-/// an error naming the router and the line, as vtysh reports it.
+/// are warm-pool routers of the lab's spec (same host name), the first running every daemon a
+/// router can run, the second only those a lab start gives it (`frr::daemons_of`), so nothing
+/// is normalised (not even the hostname and `frr version` lines differ) and a daemon the second
+/// lacks would show. A line no daemon knows is an error naming the router and the line, as
+/// vtysh reports it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_router_s_configuration_applies_as_vtysh_would() {
     if !ready("every_router_s_configuration_applies_as_vtysh_would") {
@@ -211,9 +279,17 @@ async fn every_router_s_configuration_applies_as_vtysh_would() {
         runs.push(tokio::spawn(async move {
             let _permit = gate.acquire_owned().await.expect("semaphore");
             let spec = netdojo_incident::live::router_spec(ipv6);
+            let every = netdojo_linux::pool::RouterSpec {
+                daemons: netdojo_incident::live::daemons(ipv6),
+                sysctls: spec.sysctls.clone(),
+            };
+            let used = netdojo_linux::pool::RouterSpec {
+                daemons: netdojo_linux::frr::daemons_of(&config).into_iter().map(String::from).collect(),
+                sysctls: spec.sysctls.clone(),
+            };
             let (by_vtysh, direct) = tokio::try_join!(
-                netdojo_linux::pool::start_router(&spec),
-                netdojo_linux::pool::start_router(&spec)
+                netdojo_linux::pool::start_router(&every),
+                netdojo_linux::pool::start_router(&used)
             )
             .unwrap_or_else(|e| panic!("{lab}: {router}: {e}"));
             let fresh =
