@@ -152,7 +152,9 @@ async fn a_router_s_other_daemons_start_when_it_is_first_addressed() {
     for router in campus.routers() {
         assert_eq!(frr(&live, router), ["zebra", "staticd", "ospfd"], "{router} before any touch");
     }
+    let t = Instant::now();
     live.touch("core1").await.unwrap_or_else(|e| panic!("{e}"));
+    eprintln!("core1 touched (bgpd started and configured) in {:?}", t.elapsed());
     assert_eq!(frr(&live, "core1"), ["zebra", "staticd", "ospfd", "bgpd"]);
     assert_eq!(frr(&live, "core2"), ["zebra", "staticd", "ospfd"], "only the router touched");
     live.touch("core1").await.unwrap_or_else(|e| panic!("{e}"));
@@ -175,6 +177,14 @@ async fn a_router_s_other_daemons_start_when_it_is_first_addressed() {
     let (touched, from_start) = (ask(&live, "core1").await, ask(&eager, "core1").await);
     eprintln!("show bgp summary: untouched core2 {:?}, touched core1 {touched:?}", ask(&live, "core2").await);
     assert_eq!(touched, from_start);
+    // Nothing outside the router told them apart before: bgpd without `router bgp` listens on
+    // no port (nor does ospfd without `router ospf` send a hello).
+    let ns = live.network().ns_name("core1").expect("core1").to_string();
+    let listening =
+        std::process::Command::new("ip").args(["netns", "exec", &ns, "ss", "-Htln"]).output().expect("ss");
+    assert!(listening.status.success(), "ss: {}", String::from_utf8_lossy(&listening.stderr));
+    let listening = String::from_utf8_lossy(&listening.stdout);
+    assert!(!listening.contains(":179 "), "{listening}");
     live.stop().await;
     eager.stop().await;
 }
