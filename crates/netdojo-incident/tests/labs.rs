@@ -298,8 +298,8 @@ async fn every_router_s_configuration_applies_as_vtysh_would() {
                 sysctls: spec.sysctls.clone(),
             };
             let (by_vtysh, direct) = tokio::try_join!(
-                netdojo_linux::pool::start_router(&every),
-                netdojo_linux::pool::start_router(&used)
+                netdojo_linux::pool::start_router(&every, &every.daemons),
+                netdojo_linux::pool::start_router(&used, &used.daemons)
             )
             .unwrap_or_else(|e| panic!("{lab}: {router}: {e}"));
             let fresh =

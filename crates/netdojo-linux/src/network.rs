@@ -115,7 +115,11 @@ impl Network {
             topology.nodes().filter(|(_, n)| served(n)).map(|(name, _)| name.to_string()).collect();
         let mut pooled = HashMap::new();
         if let Some(pool) = pool.filter(|_| !pooled_names.is_empty()) {
-            let warm = pool.take(pooled_names.len()).await?;
+            let wants: Vec<Vec<String>> = pooled_names
+                .iter()
+                .map(|name| topology.node(name).map(|n| n.daemons.clone()).unwrap_or_default())
+                .collect();
+            let warm = pool.take(&wants).await?;
             for (name, w) in pooled_names.iter().zip(warm) {
                 pooled.insert(name.clone(), w);
             }

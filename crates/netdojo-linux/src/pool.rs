@@ -5,9 +5,12 @@
 //! episode's critical path: its daemons are killed, every link but the loopback is deleted, the
 //! nftables ruleset, the loopback's qdiscs, the main and default routing tables, policy rules and
 //! the loopback's addresses are put back, every per-namespace sysctl is written back to its value
-//! when fresh, the connection-tracking table is flushed, and the pool's daemons ([`RouterSpec`]) are started
-//! again with an empty configuration (those a router ran beyond them, started as it was taken,
-//! are gone with the rest and stay so). (Undoing the configuration with `no` commands instead, as frr-reload.py
+//! when fresh, the connection-tracking table is flushed, and the daemons of the node it last
+//! served are started again with an empty configuration (those it ran beyond them, started as an
+//! agent first addressed it, are gone with the rest). So the pool holds routers running what the
+//! labs' nodes run, and [`PoolHandle::take`] serves a node from a router that runs its daemons
+//! already: a daemon's start (most of a router's CPU) stays off the node's setup path, and a
+//! router runs no daemon its node does not use. (Undoing the configuration with `no` commands instead, as frr-reload.py
 //! does, was tried: zebra and ripd keep interfaces and routes that no command takes back, and a
 //! reused router then rejected routes now and then. The daemons' own allocation counts, `show
 //! memory`, say the same of zebra, ospfd and bgpd after such an undo: nexthop groups, route nodes,
@@ -40,11 +43,13 @@ pub const IDLE_HOSTNAME: &str = "pooled";
 /// The most routers a pool keeps alive at once (idle, in use and being reset).
 pub const MAX_ROUTERS: usize = 64;
 
-/// What every router of a pool is: its daemons (besides zebra and staticd) and the sysctls its
-/// namespace gets before any interface exists. A node is served from the pool when it runs at
-/// least these daemons and sets every one of these sysctls; its other daemons are started, and
+/// What every router of a pool is: the daemons (besides zebra and staticd) it runs at least and
+/// the sysctls its namespace gets before any interface exists. A node is served from the pool
+/// when it runs at least these daemons and sets every one of these sysctls; a router running
+/// its other daemons is looked for ([`PoolHandle::take`]), those still missing are started, and
 /// the values it sets otherwise and any sysctl of its own written, as it is taken
-/// (`Network::build_with`, [`Warm::adopt`]), and the reset takes all of it back when it returns.
+/// (`Network::build_with`, [`Warm::adopt`]); the reset takes the sysctls back when it returns,
+/// and starts the node's daemons again, fresh.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RouterSpec {
     pub daemons: Vec<String>,
@@ -109,6 +114,14 @@ pub struct Warm {
     // Declared first: its daemons are stopped before the namespace goes.
     frr: Frr,
     fresh: Snapshot,
+    /// Each daemon's running configuration when it was fresh (a [`Snapshot::running`] section),
+    /// those started as the router was taken ([`adopt`](Self::adopt)) too: the reset compares
+    /// the daemons it starts with these.
+    fresh_daemons: BTreeMap<String, String>,
+    /// The daemons (besides zebra and staticd) the reset starts: those of the node the router
+    /// last served, so that the pool holds routers running what the labs ask for and a node
+    /// finds one that runs its daemons already (none started on its setup's path).
+    want: Vec<String>,
     /// Held for its drop: the namespace and its marker go with the router.
     _episode: Episode,
 }
@@ -133,17 +146,24 @@ impl Warm {
         &self.fresh
     }
 
-    /// Makes it router `router` (host name and all), running `daemons` besides the pool's (they
-    /// are started now), and applies `startup` (configuration commands, one a line), as
-    /// [`Frr::start`] does for a fresh router.
+    /// Makes it router `router` (host name and all), running `daemons` besides zebra and staticd
+    /// (those it does not run yet are started now; its reset starts these again), and applies
+    /// `startup` (configuration commands, one a line), as [`Frr::start`] does for a fresh router.
     pub async fn adopt(
         &mut self,
         router: &str,
         daemons: &[String],
         startup: Option<&str>,
     ) -> Result<(), FrrError> {
+        // Started before the rename, so that their fresh running configuration (the idle host
+        // name) is recorded for the reset's check.
+        let started = self.frr.start_more(daemons).await?;
+        for daemon in started {
+            let section = running_section(&self.frr, daemon).await?;
+            self.fresh_daemons.insert(daemon.to_string(), section);
+        }
+        self.want = daemons.to_vec();
         self.frr.rename(router, router).await?;
-        self.frr.start_more(daemons).await?;
         let Some(config) = startup else { return Ok(()) };
         let out = self.frr.apply_file(config).await?;
         if !out.success() {
@@ -170,11 +190,20 @@ impl Warm {
             .map_err(|e| e.to_string())?
             .map_err(|e| e.to_string())??;
         crate::conntrack::flush(&ns).map_err(|e| e.to_string())?;
-        self.frr = Frr::start(IDLE_HOSTNAME, &ns, IDLE_HOSTNAME, &spec.daemons, None)
-            .await
-            .map_err(|e| e.to_string())?;
+        let mut daemons = spec.daemons.clone();
+        daemons.extend(self.want.iter().filter(|d| !spec.daemons.contains(d)).cloned());
+        self.frr =
+            Frr::start(IDLE_HOSTNAME, &ns, IDLE_HOSTNAME, &daemons, None).await.map_err(|e| e.to_string())?;
         let now = self.snapshot().await.map_err(|e| e.to_string())?;
-        let differences = now.differences(&self.fresh);
+        let mut expected = self.fresh.clone();
+        expected.running = String::new();
+        for daemon in self.frr.daemons() {
+            let Some(section) = self.fresh_daemons.get(daemon) else {
+                return Err(format!("{daemon} has no fresh state on record"));
+            };
+            expected.running.push_str(section);
+        }
+        let differences = now.differences(&expected);
         if differences.is_empty() {
             Ok(())
         } else {
@@ -183,8 +212,9 @@ impl Warm {
     }
 }
 
-/// Starts one router of `spec` in a namespace of its own and records its fresh state.
-pub async fn start_router(spec: &RouterSpec) -> Result<Warm, NetworkError> {
+/// Starts one router of `spec`, running `daemons` (besides zebra and staticd; the spec's among
+/// them), in a namespace of its own and records its fresh state.
+pub async fn start_router(spec: &RouterSpec, daemons: &[String]) -> Result<Warm, NetworkError> {
     let mut episode = Episode::new()?;
     let sysctls = spec.sysctls.clone();
     let (ns, made) = episode.create_with("r", move || -> Result<(), String> {
@@ -196,9 +226,34 @@ pub async fn start_router(spec: &RouterSpec) -> Result<Warm, NetworkError> {
         run_here(&["ip", "link", "set", "lo", "up"], "").map(|_| ())
     })?;
     made.map_err(|message| NetworkError::Build { what: ns.clone(), message })?;
-    let frr = Frr::start(IDLE_HOSTNAME, &ns, IDLE_HOSTNAME, &spec.daemons, None).await?;
+    let frr = Frr::start(IDLE_HOSTNAME, &ns, IDLE_HOSTNAME, daemons, None).await?;
     let fresh = snapshot(&frr).await?;
-    Ok(Warm { frr, fresh, _episode: episode })
+    let mut fresh_daemons = BTreeMap::new();
+    for daemon in frr.daemons() {
+        fresh_daemons.insert(daemon.to_string(), running_section(&frr, daemon).await?);
+    }
+    Ok(Warm { frr, fresh, fresh_daemons, want: daemons.to_vec(), _episode: episode })
+}
+
+/// One daemon's part of [`Snapshot::running`]: its own running configuration, read on its vty
+/// socket, under a `! daemon` line.
+async fn running_section(frr: &Frr, daemon: &str) -> Result<String, FrrError> {
+    // `write terminal` in the enable node: what vtysh asks each daemon for before merging;
+    // `vty` makes any answer but success an error.
+    let ask = ["enable".to_string(), "write terminal".to_string()];
+    let text = frr.vty(daemon, &ask, Duration::from_secs(5)).await?.pop().unwrap_or_default();
+    // Without the banner and the `!` comment lines (the log file's path, which names the
+    // namespace, among them), which vtysh's merge leaves out too.
+    let lines: String = text
+        .lines()
+        .filter(|l| {
+            !l.starts_with('!')
+                && !l.starts_with("Building configuration")
+                && !l.starts_with("Current configuration")
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    Ok(format!("! {daemon}\n{lines}"))
 }
 
 async fn snapshot(frr: &Frr) -> Result<Snapshot, NetworkError> {
@@ -209,23 +264,8 @@ async fn snapshot(frr: &Frr) -> Result<Snapshot, NetworkError> {
     // snapshot a router reset). A daemon that does not answer fails the snapshot, so the
     // router is destroyed rather than reused.
     let mut running = String::new();
-    // `write terminal` in the enable node: what vtysh asks each daemon for before merging;
-    // `vty` makes any answer but success an error.
-    let ask = ["enable".to_string(), "write terminal".to_string()];
     for daemon in frr.daemons() {
-        let text = frr.vty(daemon, &ask, Duration::from_secs(5)).await?.pop().unwrap_or_default();
-        // Without the banner and the `!` comment lines (the log file's path, which names the
-        // namespace, among them), which vtysh's merge leaves out too.
-        let lines: String = text
-            .lines()
-            .filter(|l| {
-                !l.starts_with('!')
-                    && !l.starts_with("Building configuration")
-                    && !l.starts_with("Current configuration")
-            })
-            .map(|l| format!("{l}\n"))
-            .collect();
-        running.push_str(&format!("! {daemon}\n{lines}"));
+        running.push_str(&running_section(frr, daemon).await?);
     }
     let interfaces = frr.show("zebra", "show interface brief").await?;
     let ns = frr.ns().to_string();
@@ -339,6 +379,25 @@ fn reset_kernel(fresh: &Snapshot) -> Result<(), String> {
     Ok(())
 }
 
+/// The idle router that serves a node running `want` (besides zebra and staticd) best: one
+/// running all of them and the fewest others; unless `superset_only`, else one missing the
+/// fewest of them.
+fn closest(idle: &[Warm], want: &[String], superset_only: bool) -> Option<usize> {
+    let cost = |w: &Warm| {
+        let runs = w.frr.daemons();
+        let runs: Vec<&str> = runs.into_iter().filter(|d| !["zebra", "staticd"].contains(d)).collect();
+        let lacking = want.iter().filter(|d| !runs.contains(&d.as_str())).count();
+        let extra = runs.iter().filter(|d| !want.iter().any(|w| w == *d)).count();
+        (lacking, extra)
+    };
+    idle.iter()
+        .enumerate()
+        .map(|(k, w)| (cost(w), k))
+        .filter(|((lacking, _), _)| !superset_only || *lacking == 0)
+        .min()
+        .map(|(_, k)| k)
+}
+
 /// How the pool has done so far.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct PoolStats {
@@ -372,33 +431,52 @@ impl PoolHandle {
         &self.0.spec
     }
 
-    /// `n` routers: idle ones first, the missing ones started now (all at once).
-    pub async fn take(&self, n: usize) -> Result<Vec<Warm>, NetworkError> {
-        let mut got = {
+    /// A router for each of `wants` (the daemons a node runs besides zebra and staticd), in
+    /// order: an idle one running exactly those, or the fewest more, first; then any idle one,
+    /// missing the fewest (its missing daemons are started as it is taken, [`Warm::adopt`]);
+    /// the rest started now (all at once), running what their node wants.
+    pub async fn take(&self, wants: &[Vec<String>]) -> Result<Vec<Warm>, NetworkError> {
+        let mut slots: Vec<Option<Warm>> = wants.iter().map(|_| None).collect();
+        {
             let mut idle = self.0.idle.lock().unwrap_or_else(|p| p.into_inner());
-            let k = n.min(idle.len());
-            let from = idle.len() - k;
-            idle.split_off(from)
-        };
-        self.0.reused.fetch_add(got.len() as u64, Ordering::Relaxed);
-        let missing = n - got.len();
-        // Past the cap, wait for resets to bring routers back rather than start more.
-        while self.0.live.load(Ordering::Relaxed) + missing > MAX_ROUTERS && got.len() < n {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-            if let Some(w) = self.0.idle.lock().unwrap_or_else(|p| p.into_inner()).pop() {
-                self.0.reused.fetch_add(1, Ordering::Relaxed);
-                got.push(w);
+            for superset_only in [true, false] {
+                for (slot, want) in slots.iter_mut().zip(wants) {
+                    if slot.is_none()
+                        && let Some(k) = closest(&idle, want, superset_only)
+                    {
+                        *slot = Some(idle.swap_remove(k));
+                    }
+                }
             }
         }
-        let missing = n - got.len();
-        self.0.live.fetch_add(missing, Ordering::Relaxed);
-        let started = futures::future::join_all((0..missing).map(|_| start_router(&self.0.spec))).await;
+        self.0.reused.fetch_add(slots.iter().flatten().count() as u64, Ordering::Relaxed);
+        // Past the cap, wait for resets to bring routers back rather than start more.
+        loop {
+            let missing = slots.iter().filter(|s| s.is_none()).count();
+            if missing == 0 || self.0.live.load(Ordering::Relaxed) + missing <= MAX_ROUTERS {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            let mut idle = self.0.idle.lock().unwrap_or_else(|p| p.into_inner());
+            for (slot, want) in slots.iter_mut().zip(wants) {
+                if slot.is_none()
+                    && let Some(k) = closest(&idle, want, false)
+                {
+                    self.0.reused.fetch_add(1, Ordering::Relaxed);
+                    *slot = Some(idle.swap_remove(k));
+                }
+            }
+        }
+        let missing: Vec<usize> = (0..slots.len()).filter(|i| slots[*i].is_none()).collect();
+        self.0.live.fetch_add(missing.len(), Ordering::Relaxed);
+        let started =
+            futures::future::join_all(missing.iter().map(|i| start_router(&self.0.spec, &wants[*i]))).await;
         let mut first_error = None;
-        for s in started {
+        for (i, s) in missing.into_iter().zip(started) {
             match s {
                 Ok(w) => {
                     self.0.created.fetch_add(1, Ordering::Relaxed);
-                    got.push(w);
+                    slots[i] = Some(w);
                 }
                 Err(e) => {
                     self.0.live.fetch_sub(1, Ordering::Relaxed);
@@ -407,9 +485,9 @@ impl PoolHandle {
             }
         }
         match first_error {
-            None => Ok(got),
+            None => Ok(slots.into_iter().flatten().collect()),
             Some(e) => {
-                for w in got {
+                for w in slots.into_iter().flatten() {
                     self.give_back(w);
                 }
                 Err(e)

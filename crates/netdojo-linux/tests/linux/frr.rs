@@ -123,9 +123,9 @@ async fn a_daemon_started_later_holds_what_one_started_at_once_holds() {
         route-map RM permit 10\n match ip address prefix-list P\nexit\nip route 10.8.0.0/16 blackhole\n";
     let spec =
         RouterSpec { daemons: Vec::new(), sysctls: netdojo_linux::topology::Node::ipv4_only_sysctls() };
-    let mut eager = start_router(&spec).await.expect("a warm router");
+    let mut eager = start_router(&spec, &[]).await.expect("a warm router");
     eager.adopt("r", &["ospfd", "bgpd"].map(String::from), Some(CONFIG)).await.expect("eager");
-    let mut late = start_router(&spec).await.expect("a warm router");
+    let mut late = start_router(&spec, &[]).await.expect("a warm router");
     late.adopt("r", &["ospfd"].map(String::from), Some(CONFIG)).await.expect("ospfd only");
     assert_eq!(late.frr().daemons(), ["zebra", "staticd", "ospfd"]);
     let started = late.frr().start_more(&["ospfd", "bgpd"].map(String::from)).await.expect("start bgpd");
@@ -153,7 +153,9 @@ async fn a_daemon_started_later_holds_what_one_started_at_once_holds() {
 /// configuration, a link, addresses, routes, a policy rule, nftables, a qdisc, sysctls), a reset
 /// router shows exactly the state it had when fresh, and the same state as a router started
 /// now; and nothing of either is left once they are dropped. The episode's router ran two
-/// daemons more than the pool's (started as it was taken); the reset leaves the pool's alone.
+/// daemons more than it had (started as it was taken): the reset starts its node's daemons
+/// again, fresh, and a router that next serves a node running fewer drops the others at its
+/// next reset.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pooled_router_after_a_hostile_episode_is_a_fresh_router_again() {
     use netdojo_linux::pool::{RouterSpec, start_router};
@@ -164,12 +166,13 @@ async fn a_pooled_router_after_a_hostile_episode_is_a_fresh_router_again() {
         daemons: ["ospfd"].map(String::from).to_vec(),
         sysctls: netdojo_linux::topology::Node::ipv4_only_sysctls(),
     };
-    let mut router = start_router(&spec).await.expect("a warm router");
+    let mut router = start_router(&spec, &spec.daemons).await.expect("a warm router");
     let fresh = router.fresh().clone();
+    let evil = ["ospfd", "bgpd", "ripd"].map(String::from);
     router
         .adopt(
             "evil",
-            &["bgpd", "ripd"].map(String::from),
+            &evil,
             Some(
                 "interface lo\n ip address 10.9.9.9/32\n ip ospf cost 7\n ip rip authentication mode md5\nexit\n\
                  router ospf\n ospf router-id 9.9.9.9\n network 10.9.9.9/32 area 0\nexit\n\
@@ -206,20 +209,38 @@ async fn a_pooled_router_after_a_hostile_episode_is_a_fresh_router_again() {
 
     assert_eq!(router.frr().daemons(), ["zebra", "staticd", "ospfd", "bgpd", "ripd"]);
     router.reset(&spec).await.expect("the reset brings the fresh state back");
-    assert_eq!(router.frr().daemons(), ["zebra", "staticd", "ospfd"], "the episode's extra daemons are gone");
+    assert_eq!(
+        router.frr().daemons(),
+        ["zebra", "staticd", "ospfd", "bgpd", "ripd"],
+        "its node's daemons, again"
+    );
     let now = router.snapshot().await.expect("snapshot");
-    assert_eq!(now.differences(&fresh), Vec::<String>::new());
-    assert_eq!(now, fresh);
+    assert_eq!(
+        (&now.interfaces, &now.kernel, &now.sysctls),
+        (&fresh.interfaces, &fresh.kernel, &fresh.sysctls)
+    );
     let config = router.frr().running_config().await.expect("running-config");
     assert!(!config.contains("evil") && !config.contains("10.9.9.9"), "{config}");
 
-    // A router started now is the same router (its own per-namespace sysctls aside: a few are
-    // random per namespace).
-    let other = start_router(&spec).await.expect("a second router");
+    // A router started now with the same daemons is the same router (its own per-namespace
+    // sysctls aside: a few are random per namespace).
+    let other = start_router(&spec, &evil).await.expect("a second router");
     assert_eq!(
         (&now.running, &now.interfaces, &now.kernel),
         (&other.fresh().running, &other.fresh().interfaces, &other.fresh().kernel)
     );
+
+    // Served next to a node running ospfd alone, its reset drops the others: it is the router
+    // it was when first started.
+    router
+        .adopt("plain", &spec.daemons, Some("router ospf\n ospf router-id 1.1.1.1\nexit\n"))
+        .await
+        .expect("adopt");
+    router.reset(&spec).await.expect("the second reset");
+    assert_eq!(router.frr().daemons(), ["zebra", "staticd", "ospfd"]);
+    let now = router.snapshot().await.expect("snapshot");
+    assert_eq!(now.differences(&fresh), Vec::<String>::new());
+    assert_eq!(now, fresh);
     let names = [router.ns().to_string(), other.ns().to_string()];
     drop(router);
     drop(other);
@@ -288,4 +309,71 @@ async fn a_pooled_router_takes_its_own_sysctls_and_its_reset_gives_them_back() {
     let values: Vec<String> = keys.iter().map(|k| read(&again, k)).collect();
     assert_eq!(values, fresh_values, "the reused router's {keys:?}");
     again.teardown();
+}
+
+/// The pool keeps each router's daemons through its reset (those of the node it last served)
+/// and serves a node from a router that runs its daemons already: nothing is started on the
+/// node's setup path when such a router is idle, and a router running fewer is taken (its
+/// missing daemons started) only when none is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_pool_serves_a_node_from_a_router_running_its_daemons() {
+    use netdojo_linux::pool::{FrrPool, RouterSpec};
+    use netdojo_linux::topology::Node;
+    if !common::frr_or_skip("frr pool daemons") {
+        return;
+    }
+    let pool =
+        FrrPool::new(RouterSpec { daemons: Vec::new(), sysctls: Node::ipv4_only_sysctls() }).expect("pool");
+    let handle = pool.handle();
+    let wants = |w: &[&[&str]]| -> Vec<Vec<String>> {
+        w.iter().map(|d| d.iter().map(|s| s.to_string()).collect()).collect()
+    };
+    let runs = |w: &netdojo_linux::pool::Warm| w.frr().daemons();
+    let first = handle.take(&wants(&[&["ospfd"], &["ospfd", "bgpd"], &[]])).await.expect("take");
+    assert_eq!(
+        first.iter().map(runs).collect::<Vec<_>>(),
+        [
+            vec!["zebra", "staticd", "ospfd"],
+            vec!["zebra", "staticd", "ospfd", "bgpd"],
+            vec!["zebra", "staticd"]
+        ],
+        "routers started for the pool run what their node asks for"
+    );
+    for w in first {
+        handle.give_back(w);
+    }
+    pool.settle(Duration::from_secs(20));
+    assert_eq!(handle.idle(), 3, "{:?}", handle.stats());
+
+    // In another order: each node gets the router running exactly its daemons.
+    let second = handle.take(&wants(&[&[], &["ospfd", "bgpd"], &["ospfd"]])).await.expect("take again");
+    assert_eq!(
+        second.iter().map(runs).collect::<Vec<_>>(),
+        [
+            vec!["zebra", "staticd"],
+            vec!["zebra", "staticd", "ospfd", "bgpd"],
+            vec!["zebra", "staticd", "ospfd"]
+        ],
+    );
+    let stats = handle.stats();
+    assert_eq!((stats.created, stats.reused, stats.discarded), (3, 3, 0), "{stats:?}");
+    // The idle pool is empty: the next node gets a router started for it.
+    let third = handle.take(&wants(&[&["bgpd"]])).await.expect("take a third");
+    assert_eq!(third.iter().map(runs).collect::<Vec<_>>(), [vec!["zebra", "staticd", "bgpd"]]);
+    for w in second.into_iter().chain(third) {
+        handle.give_back(w);
+    }
+    pool.settle(Duration::from_secs(20));
+
+    // A node running bgpd alone takes the bgpd router rather than one running more; a node
+    // running ospf6d, which no idle router runs, takes the one missing the fewest daemons.
+    let fourth = handle.take(&wants(&[&["bgpd"], &["ospfd", "ospf6d"]])).await.expect("take a fourth");
+    assert_eq!(
+        fourth.iter().map(runs).collect::<Vec<_>>(),
+        [vec!["zebra", "staticd", "bgpd"], vec!["zebra", "staticd", "ospfd"]],
+    );
+    assert_eq!(handle.stats().created, 4, "{:?}", handle.stats());
+    for w in fourth {
+        handle.give_back(w);
+    }
 }
