@@ -30,6 +30,8 @@ async fn main() -> anyhow::Result<()> {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     let pooled = args.iter().any(|a| a == "--pool");
     args.retain(|a| a != "--pool");
+    let back_to_back = args.iter().any(|a| a == "--no-settle");
+    args.retain(|a| a != "--no-settle");
     let mut runs = 5usize;
     if let Some(i) = args.iter().position(|a| a == "-n") {
         runs = args.get(i + 1).and_then(|n| n.parse().ok()).unwrap_or(runs);
@@ -66,7 +68,7 @@ async fn main() -> anyhow::Result<()> {
             );
             totals.push(total);
             lab_up.stop().await;
-            if let Some(pool) = &pool {
+            if let Some(pool) = pool.as_ref().filter(|_| !back_to_back) {
                 pool.settle(Duration::from_secs(20));
             }
         }
@@ -79,6 +81,9 @@ async fn main() -> anyhow::Result<()> {
             median.as_millis(),
             if pooled { " (warm pool)" } else { "" }
         );
+        if let Some(handle) = &handle {
+            println!("{}: pool {:?}", lab.name, handle.stats());
+        }
     }
     Ok(())
 }
