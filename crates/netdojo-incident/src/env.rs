@@ -226,53 +226,48 @@ async fn start_then_inject(
     symptom: &BTreeSet<String>,
     options: &IncidentOptions,
 ) -> Result<(LiveLab, Health, Phases), EnvError> {
-    match start_then_inject_once(task, lab, pool, faults, symptom, options).await {
-        Err(e) if faults.iter().any(|f| f.fault_type.symptom_races()) => {
-            tracing::warn!(task = %task.id, "the racing fault's symptom did not show ({e}); setting the lab up once more");
-            start_then_inject_once(task, lab, pool, faults, symptom, options).await
-        }
-        other => other,
-    }
-}
-
-async fn start_then_inject_once(
-    task: &Task,
-    lab: &Lab,
-    pool: Option<&PoolHandle>,
-    faults: &[Fault],
-    symptom: &BTreeSet<String>,
-    options: &IncidentOptions,
-) -> Result<(LiveLab, Health, Phases), EnvError> {
-    let started = Instant::now();
-    let live = start_twice(&lab.name, || LiveLab::start_with(lab, pool, CONVERGENCE))
-        .await
-        .map_err(|e| EnvError::setup(ENV, "starting the lab").with_source(e))?;
-    let mut phases = Phases { lab: live.times(), start: started.elapsed(), ..Phases::default() };
-    let injected = Instant::now();
-    for fault in faults {
-        for action in &fault.inject {
-            if let Err(e) = live.apply(action).await {
-                tokio::spawn(live.stop());
-                return Err(EnvError::task(
-                    ENV,
-                    task.id.clone(),
-                    format!("injecting {} on {}: {e}", fault.fault_type, fault.device),
-                ));
+    let mut again = faults.iter().any(|f| f.fault_type.symptom_races());
+    loop {
+        let attempt = async {
+            let started = Instant::now();
+            let live = start_twice(&lab.name, || LiveLab::start_with(lab, pool, CONVERGENCE))
+                .await
+                .map_err(|e| EnvError::setup(ENV, "starting the lab").with_source(e))?;
+            let mut phases = Phases { lab: live.times(), start: started.elapsed(), ..Phases::default() };
+            let injected = Instant::now();
+            for fault in faults {
+                for action in &fault.inject {
+                    if let Err(e) = live.apply(action).await {
+                        tokio::spawn(live.stop());
+                        return Err(EnvError::task(
+                            ENV,
+                            task.id.clone(),
+                            format!("injecting {} on {}: {e}", fault.fault_type, fault.device),
+                        ));
+                    }
+                }
             }
+            phases.apply = injected.elapsed();
+            let seen = Instant::now();
+            let health = match served(task, &live, faults, symptom, options.symptom).await {
+                Ok(health) => health,
+                Err(e) => {
+                    tokio::spawn(live.stop());
+                    return Err(e);
+                }
+            };
+            phases.symptom = seen.elapsed();
+            phases.inject = injected.elapsed();
+            Ok((live, health, phases))
+        };
+        match attempt.await {
+            Err(e) if again => {
+                tracing::warn!(task = %task.id, "the racing fault's symptom did not show ({e}); setting the lab up once more");
+                again = false;
+            }
+            result => return result,
         }
     }
-    phases.apply = injected.elapsed();
-    let seen = Instant::now();
-    let health = match served(task, &live, faults, symptom, options.symptom).await {
-        Ok(health) => health,
-        Err(e) => {
-            tokio::spawn(live.stop());
-            return Err(e);
-        }
-    };
-    phases.symptom = seen.elapsed();
-    phases.inject = injected.elapsed();
-    Ok((live, health, phases))
 }
 
 /// Waits up to `within` for the lab to be as `task` is served: a control's every check
