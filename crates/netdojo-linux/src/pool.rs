@@ -9,10 +9,10 @@
 //! served are started again with an empty configuration (those it ran beyond them, started as an
 //! agent first addressed it, are gone with the rest). So the pool holds routers running what the
 //! labs' nodes run, and [`PoolHandle::take`] serves a node from a router that runs its daemons
-//! already: a daemon's start (most of a router's CPU) stays off the node's setup path, and a
-//! router runs no daemon its node does not use. (Undoing the configuration with `no` commands instead, as frr-reload.py
-//! does, was tried: zebra and ripd keep interfaces and routes that no command takes back, and a
-//! reused router then rejected routes now and then. The daemons' own allocation counts, `show
+//! already: a daemon's start (most of a router's CPU) stays off the node's setup path, and no
+//! router starts daemons that no node it serves uses. (Undoing the configuration with `no`
+//! commands instead, as frr-reload.py does, was tried: zebra and ripd keep interfaces and routes
+//! that no command takes back, and a reused router then rejected routes now and then. The daemons' own allocation counts, `show
 //! memory`, say the same of zebra, ospfd and bgpd after such an undo: nexthop groups, route nodes,
 //! route-map entries and BGP tables a never-configured daemon has not, with the running
 //! configuration back to the fresh one; docs/incident.md, "Speed".) Then the router's whole state
