@@ -239,10 +239,18 @@ impl LiveLab {
         // A router a fault is injected on runs every daemon from the start (touched by the
         // injection): the fault's lines go in with its startup configuration.
         let all = daemons(lab.ipv6);
+        let faulted: BTreeSet<String> = inject
+            .iter()
+            .filter_map(|a| match a {
+                Action::Vtysh { device, .. } => Some(device.clone()),
+                _ => None,
+            })
+            .collect();
         let mut complete = BTreeSet::new();
         for (name, node) in topology.topology.nodes.0.iter_mut() {
-            let injected = inject.iter().any(|a| matches!(a, Action::Vtysh { device, .. } if device == name));
-            if node.kind == NodeKind::Frr && (injected || all.iter().all(|d| node.daemons.contains(d))) {
+            if node.kind == NodeKind::Frr
+                && (faulted.contains(name) || all.iter().all(|d| node.daemons.contains(d)))
+            {
                 for d in &all {
                     if !node.daemons.contains(d) {
                         node.daemons.push(d.clone());
@@ -315,9 +323,8 @@ impl LiveLab {
         // until its dead interval ends (1 s, in about half the starts of an area mismatch on
         // enterprise: the yardstick task's setup was 0.5 s or 1.3 s by that race). A neighbour
         // without its own configuration yet runs no OSPF on that link and hears nothing.
-        let (first, rest): (Vec<_>, Vec<_>) = deferred.into_iter().partition(|(name, _)| {
-            inject.iter().any(|a| matches!(a, Action::Vtysh { device, .. } if device == name))
-        });
+        let (first, rest): (Vec<_>, Vec<_>) =
+            deferred.into_iter().partition(|(name, _)| faulted.contains(name));
         let t = Instant::now();
         live.configure(&first).await?;
         live.configure(&rest).await?;

@@ -115,10 +115,8 @@ impl Network {
             topology.nodes().filter(|(_, n)| served(n)).map(|(name, _)| name.to_string()).collect();
         let mut pooled = HashMap::new();
         if let Some(pool) = pool.filter(|_| !pooled_names.is_empty()) {
-            let wants: Vec<Vec<String>> = pooled_names
-                .iter()
-                .map(|name| topology.node(name).map(|n| n.daemons.clone()).unwrap_or_default())
-                .collect();
+            let wants: Vec<Vec<String>> =
+                topology.nodes().filter(|(_, n)| served(n)).map(|(_, n)| n.daemons.clone()).collect();
             let warm = pool.take(&wants).await?;
             for (name, w) in pooled_names.iter().zip(warm) {
                 pooled.insert(name.clone(), w);

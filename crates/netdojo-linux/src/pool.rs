@@ -118,9 +118,10 @@ pub struct Warm {
     /// those started as the router was taken ([`adopt`](Self::adopt)) too: the reset compares
     /// the daemons it starts with these.
     fresh_daemons: BTreeMap<String, String>,
-    /// The daemons (besides zebra and staticd) the reset starts: those of the node the router
-    /// last served, so that the pool holds routers running what the labs ask for and a node
-    /// finds one that runs its daemons already (none started on its setup's path).
+    /// The daemons (besides zebra and staticd) the reset starts, and so those an idle router
+    /// runs: the pool's and those of the node the router last served, so that the pool holds
+    /// routers running what the labs ask for and a node finds one that runs its daemons already
+    /// (none started on its setup's path).
     want: Vec<String>,
     /// Held for its drop: the namespace and its marker go with the router.
     _episode: Episode,
@@ -190,10 +191,14 @@ impl Warm {
             .map_err(|e| e.to_string())?
             .map_err(|e| e.to_string())??;
         crate::conntrack::flush(&ns).map_err(|e| e.to_string())?;
-        let mut daemons = spec.daemons.clone();
-        daemons.extend(self.want.iter().filter(|d| !spec.daemons.contains(d)).cloned());
-        self.frr =
-            Frr::start(IDLE_HOSTNAME, &ns, IDLE_HOSTNAME, &daemons, None).await.map_err(|e| e.to_string())?;
+        for d in &spec.daemons {
+            if !self.want.contains(d) {
+                self.want.push(d.clone());
+            }
+        }
+        self.frr = Frr::start(IDLE_HOSTNAME, &ns, IDLE_HOSTNAME, &self.want, None)
+            .await
+            .map_err(|e| e.to_string())?;
         let now = self.snapshot().await.map_err(|e| e.to_string())?;
         let mut expected = self.fresh.clone();
         expected.running = String::new();
@@ -227,11 +232,7 @@ pub async fn start_router(spec: &RouterSpec, daemons: &[String]) -> Result<Warm,
     })?;
     made.map_err(|message| NetworkError::Build { what: ns.clone(), message })?;
     let frr = Frr::start(IDLE_HOSTNAME, &ns, IDLE_HOSTNAME, daemons, None).await?;
-    let fresh = snapshot(&frr).await?;
-    let mut fresh_daemons = BTreeMap::new();
-    for daemon in frr.daemons() {
-        fresh_daemons.insert(daemon.to_string(), running_section(&frr, daemon).await?);
-    }
+    let (fresh, fresh_daemons) = snapshot_by_daemon(&frr).await?;
     Ok(Warm { frr, fresh, fresh_daemons, want: daemons.to_vec(), _episode: episode })
 }
 
@@ -257,6 +258,11 @@ async fn running_section(frr: &Frr, daemon: &str) -> Result<String, FrrError> {
 }
 
 async fn snapshot(frr: &Frr) -> Result<Snapshot, NetworkError> {
+    snapshot_by_daemon(frr).await.map(|(snapshot, _)| snapshot)
+}
+
+/// [`snapshot`], with each daemon's section of its running configuration apart.
+async fn snapshot_by_daemon(frr: &Frr) -> Result<(Snapshot, BTreeMap<String, String>), NetworkError> {
     // Each daemon's own running configuration, read on its vty socket, in the daemons' order:
     // as strict as vtysh's merged `show running-config` (a line changed in any daemon shows),
     // without a vtysh process per snapshot (vtysh builds every daemon's command tree as it
@@ -264,8 +270,11 @@ async fn snapshot(frr: &Frr) -> Result<Snapshot, NetworkError> {
     // snapshot a router reset). A daemon that does not answer fails the snapshot, so the
     // router is destroyed rather than reused.
     let mut running = String::new();
+    let mut sections = BTreeMap::new();
     for daemon in frr.daemons() {
-        running.push_str(&running_section(frr, daemon).await?);
+        let section = running_section(frr, daemon).await?;
+        running.push_str(&section);
+        sections.insert(daemon.to_string(), section);
     }
     let interfaces = frr.show("zebra", "show interface brief").await?;
     let ns = frr.ns().to_string();
@@ -273,7 +282,7 @@ async fn snapshot(frr: &Frr) -> Result<Snapshot, NetworkError> {
         .await
         .map_err(|e| NetworkError::Build { what: "snapshot".into(), message: e.to_string() })??
         .map_err(|message| NetworkError::Build { what: "snapshot".into(), message })?;
-    Ok(Snapshot { running, interfaces, kernel, sysctls })
+    Ok((Snapshot { running, interfaces, kernel, sysctls }, sections))
 }
 
 /// A command of ours (the kernel reads and the resets), run from the calling thread, whose
@@ -383,11 +392,11 @@ fn reset_kernel(fresh: &Snapshot) -> Result<(), String> {
 /// running all of them and the fewest others; unless `superset_only`, else one missing the
 /// fewest of them.
 fn closest(idle: &[Warm], want: &[String], superset_only: bool) -> Option<usize> {
+    // An idle router runs what its reset started (`Warm::want`): no process table read under
+    // the pool's lock.
     let cost = |w: &Warm| {
-        let runs = w.frr.daemons();
-        let runs: Vec<&str> = runs.into_iter().filter(|d| !["zebra", "staticd"].contains(d)).collect();
-        let lacking = want.iter().filter(|d| !runs.contains(&d.as_str())).count();
-        let extra = runs.iter().filter(|d| !want.iter().any(|w| w == *d)).count();
+        let lacking = want.iter().filter(|d| !w.want.contains(d)).count();
+        let extra = w.want.iter().filter(|d| !want.contains(d)).count();
         (lacking, extra)
     };
     idle.iter()
