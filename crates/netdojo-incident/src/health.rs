@@ -322,7 +322,10 @@ async fn evaluate(
             Ok(adjacency(states))
         }
         Check::Bgp { device, neighbor } => {
-            let v = show_json(network, device, "bgpd", "show bgp neighbors json").await?;
+            // The one neighbour, not all of them: a state round reads every session check's
+            // router every few tens of milliseconds while a lab converges.
+            let v =
+                show_json(network, device, "bgpd", &format!("show bgp neighbors {neighbor} json")).await?;
             let peer = &v[neighbor.as_str()];
             if peer.is_null() {
                 return Ok((false, "no such neighbour configured".into()).into());

@@ -239,6 +239,16 @@ impl Lab {
                     return Err(invalid(format!("checks[{i}]"), format!("{}: no node {node}", check.name())));
                 }
             }
+            // It is read with `show bgp neighbors NEIGHBOR json`: a word more would be another
+            // command.
+            if let Check::Bgp { neighbor, .. } = check
+                && neighbor.parse::<std::net::IpAddr>().is_err()
+            {
+                return Err(invalid(
+                    format!("checks[{i}].neighbor"),
+                    format!("{}: `{neighbor}` is not an address", check.name()),
+                ));
+            }
         }
         Ok(())
     }
@@ -344,6 +354,22 @@ checks:
         let bad = LAB.replace("from: h1, to: 10.2.2.10", "from: h9, to: 10.2.2.10");
         let err = Lab::from_str_named(&bad, "two.yml").expect_err("h9 is not a node").to_string();
         assert!(err.contains("two.yml") && err.contains("checks[0]") && err.contains("h9"), "{err}");
+    }
+
+    #[test]
+    fn a_bgp_check_names_its_neighbour_by_address() {
+        let good = LAB.replace(
+            "check: ospf, device: r1, neighbor: 2.2.2.2",
+            "check: bgp, device: r1, neighbor: 10.0.12.2",
+        );
+        Lab::from_str_named(&good, "two.yml").expect("an address");
+        let bad =
+            LAB.replace("check: ospf, device: r1, neighbor: 2.2.2.2", "check: bgp, device: r1, neighbor: r2");
+        let err = Lab::from_str_named(&bad, "two.yml").expect_err("r2 is not an address").to_string();
+        assert!(
+            err.contains("two.yml") && err.contains("checks[1].neighbor") && err.contains("`r2`"),
+            "{err}"
+        );
     }
 
     #[test]
