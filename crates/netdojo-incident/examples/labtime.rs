@@ -6,19 +6,12 @@
 //! up in at most 1 s, median) is checked by `cargo xtask bench incident`; this is for finding
 //! where the time goes.
 
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use netdojo_incident::{Lab, LiveLab, live};
 use netdojo_linux::pool::FrrPool;
 
-fn path_of(name: &str) -> PathBuf {
-    let p = Path::new(name);
-    if p.exists() {
-        return p.to_path_buf();
-    }
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../testdata/incident/labs/{name}.yml"))
-}
+mod common;
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> anyhow::Result<()> {
@@ -38,7 +31,7 @@ async fn main() -> anyhow::Result<()> {
         args.drain(i..(i + 2).min(args.len()));
     }
     for name in &args {
-        let lab = Lab::load(path_of(name))?;
+        let lab = Lab::load(common::lab_path(name))?;
         let pool = if pooled { Some(FrrPool::new(live::router_spec(lab.ipv6))?) } else { None };
         let handle = pool.as_ref().map(FrrPool::handle);
         if let Some(pool) = &pool {

@@ -8,20 +8,13 @@
 //! `/proc/stat`, less what the idle lab spent in as long before) and netdojo's own (this
 //! process). Run it on an otherwise idle machine; docs/incident.md, "Speed", has its figures.
 
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use netdojo_incident::health::{self, Patience};
 use netdojo_incident::lab::Lab;
 use netdojo_incident::live::LiveLab;
 
-fn path_of(name: &str) -> PathBuf {
-    let p = Path::new(name);
-    if p.exists() {
-        return p.to_path_buf();
-    }
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../testdata/incident/labs/{name}.yml"))
-}
+mod common;
 
 /// The machine's busy time, in clock ticks: user, nice, system, irq and softirq.
 fn machine_busy() -> anyhow::Result<u64> {
@@ -57,7 +50,7 @@ async fn main() -> anyhow::Result<()> {
     }
     let span = Duration::from_secs(seconds);
     for name in &args {
-        let lab = Lab::load(path_of(name))?;
+        let lab = Lab::load(common::lab_path(name))?;
         let live = LiveLab::start(&lab).await?;
         // Past the start's own traffic (the first SPF runs, the BGP updates).
         tokio::time::sleep(Duration::from_secs(2)).await;

@@ -111,12 +111,13 @@ impl Network {
                     && p.spec().sysctls.keys().all(|k| node.sysctls.contains_key(k))
             })
         };
-        let pooled_names: Vec<String> =
-            topology.nodes().filter(|(_, n)| served(n)).map(|(name, _)| name.to_string()).collect();
+        let (pooled_names, wants): (Vec<String>, Vec<Vec<String>>) = topology
+            .nodes()
+            .filter(|(_, n)| served(n))
+            .map(|(name, n)| (name.to_string(), n.daemons.clone()))
+            .unzip();
         let mut pooled = HashMap::new();
         if let Some(pool) = pool.filter(|_| !pooled_names.is_empty()) {
-            let wants: Vec<Vec<String>> =
-                topology.nodes().filter(|(_, n)| served(n)).map(|(_, n)| n.daemons.clone()).collect();
             let warm = pool.take(&wants).await?;
             for (name, w) in pooled_names.iter().zip(warm) {
                 pooled.insert(name.clone(), w);
