@@ -80,7 +80,8 @@ pub struct EvalArgs {
     /// Set up this many more episodes' environments ahead of those running, so that their
     /// setup overlaps the running episodes' waits (still at most --concurrency episodes at
     /// once). Only environments that can prepare use it (incident: each lab started and its
-    /// injection verified in the background; checked again when its episode begins).
+    /// injection verified in the background; checked again when its episode begins). The
+    /// episode whose environment is ready first starts first, else the next in order.
     #[arg(long, value_name = "N", default_value_t = 0)]
     #[serde(default)]
     pub prepare_ahead: usize,

@@ -59,6 +59,15 @@ pub trait EnvironmentFactory: Send + Sync {
     /// must hold what it prepares to what `reset` would have built (the same task, verified the
     /// same way), and release what is never taken when it is dropped. The default ignores it.
     fn prepare(&self, _task: &Task) {}
+
+    /// Whether the environment prepared for `task`'s next episode ([`prepare`](Self::prepare))
+    /// is ready for its [`Environment::reset`] to take at once: `Some(true)` once its building
+    /// has ended (well or not), `Some(false)` while it goes on, `None` when nothing is being
+    /// prepared for it (reset builds it). The runner starts the upcoming episode that is ready
+    /// first, so that one slow to prepare holds up no other. The default says nothing.
+    fn prepared(&self, _task: &Task) -> Option<bool> {
+        None
+    }
 }
 
 /// The state check after a step.

@@ -5,7 +5,7 @@
 //! tool's schema, executed, and followed by a state check → evaluate (export + goal checks) →
 //! close → scorers. The wall time of each part is recorded ([`Timing`]). A run: episodes in
 //! parallel (`concurrency`; with `prepare_ahead`, the next ones are named to the environment
-//! factory to prepare while these run), each committed to the [`RunDir`] as it finishes, skipping
+//! factory to prepare while these run, and the first prepared starts first), each committed to the [`RunDir`] as it finishes, skipping
 //! episodes that a previous attempt of the same run completed. With epochs, each task runs
 //! several times: an episode is a (task, epoch), all tasks' epoch 0 first, then epoch 1...
 
@@ -123,6 +123,8 @@ pub struct Runner {
     /// ([`EnvironmentFactory::prepare`]), so that their setup overlaps the running episodes'
     /// waits. 0: none, each episode's environment is built when it starts. At most
     /// `concurrency` episodes run at once either way; up to this many more are being set up.
+    /// Of these, the one the factory has ready first starts first
+    /// ([`EnvironmentFactory::prepared`]), not necessarily the next in the suite's order.
     pub prepare_ahead: usize,
 }
 
@@ -216,7 +218,7 @@ impl Runner {
         loop {
             while in_flight.len() < concurrency && !*stop.borrow() {
                 fill(&mut upcoming, 1 + self.prepare_ahead, &mut stats)?;
-                let Some((task, epoch)) = upcoming.pop_front() else { break };
+                let Some((task, epoch)) = self.next_ready(&mut upcoming) else { break };
                 let runner = self.clone();
                 let owned = task.clone();
                 let handle = in_flight.spawn(async move { runner.run_attempt(&owned, epoch).await });
@@ -260,6 +262,18 @@ impl Runner {
             stats.interrupted = !upcoming.is_empty();
         }
         Ok(stats)
+    }
+
+    /// The episode to start next, out of `upcoming`: the first whose environment the factory
+    /// has ready ([`EnvironmentFactory::prepared`]), so that a lab slow to prepare (one whose
+    /// fault takes seconds to show) holds up no episode behind it; when none is ready, the
+    /// first, which then waits for its own (waiting here instead for whichever is ready first
+    /// was measured slower: the episodes waited for stayed among the upcoming ones, and fewer
+    /// were being prepared at once). Episodes are independent and recorded by (task, epoch),
+    /// so the order they start in changes no result.
+    fn next_ready(&self, upcoming: &mut VecDeque<(Task, u32)>) -> Option<(Task, u32)> {
+        let ready = upcoming.iter().position(|(task, _)| self.env.prepared(task) == Some(true));
+        upcoming.remove(ready.unwrap_or(0))
     }
 
     /// Runs one episode from start to scores. Never fails: what goes wrong is in the record,

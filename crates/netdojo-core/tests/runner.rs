@@ -518,3 +518,61 @@ async fn episodes_are_prepared_ahead_in_order_and_completed_ones_never() {
         assert!(at("prepare") < at("create"), "t{id} prepared before it is created: {logged:?}");
     }
 }
+
+/// [`CounterFactory`] whose prepared environments are ready only for the tasks of `ready`;
+/// logs its `create` calls.
+struct ReadyFor {
+    inner: CounterFactory,
+    ready: Vec<String>,
+    log: Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+#[async_trait]
+impl EnvironmentFactory for ReadyFor {
+    fn name(&self) -> &str {
+        "counter"
+    }
+    fn prepared(&self, task: &Task) -> Option<bool> {
+        Some(self.ready.contains(&task.id))
+    }
+    async fn create(&self, task: &Task) -> Result<Box<dyn Environment>, EnvError> {
+        self.log.lock().expect("log").push(task.id.clone());
+        self.inner.create(task).await
+    }
+}
+
+#[tokio::test]
+async fn a_prepared_episode_starts_before_one_still_being_prepared() {
+    let (_never, stop) = watch::channel(false);
+    let turns = vec![Ok(vec![inc(json!(3)), ToolCall::finish(Some(json!(3)))])];
+    let (good, _) = runner(turns, Budget::default(), false);
+    let all = Tasks((0..4).map(|i| task(&format!("t{i}"), 3)).collect());
+    let started = |ahead: usize| {
+        let log = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let runner = Runner {
+            env: Arc::new(ReadyFor {
+                inner: CounterFactory { fail_on_execute: false },
+                ready: vec!["t2".into()],
+                log: log.clone(),
+            }),
+            prepare_ahead: ahead,
+            concurrency: 1,
+            ..good.clone()
+        };
+        let stop = stop.clone();
+        let all = &all;
+        async move {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let mut store = RunDir::create(dir.path(), &json!({})).expect("create");
+            let stats = runner.run(all, &mut store, &Silent, stop).await.expect("run");
+            assert_eq!(stats.completed, 4, "every episode runs, whatever its order");
+            let order = log.lock().expect("log").clone();
+            assert_eq!(store.completed().expect("completed").len(), 4);
+            order
+        }
+    };
+    // t2, ready, goes first; the others, still being prepared, in the suite's order.
+    assert_eq!(started(2).await, ["t2", "t0", "t1", "t3"]);
+    // Without preparation there is nothing to be ready: the suite's order.
+    assert_eq!(started(0).await, ["t0", "t1", "t2", "t3"]);
+}

@@ -360,6 +360,12 @@ impl Ahead {
             .push_back(start);
     }
 
+    /// Whether the next lab started for `task` has finished starting (`None`: none started).
+    fn ready(&self, task: &str) -> Option<bool> {
+        let map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        map.get(task)?.front().map(Preparing::is_finished)
+    }
+
     fn take(&self, task: &str) -> Option<Preparing> {
         let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
         let queue = map.get_mut(task)?;
@@ -479,6 +485,13 @@ impl EnvironmentFactory for IncidentFactory {
             (self.labs.clone(), self.options.clone(), self.pool_handles(), task.clone());
         let start = runtime.spawn(async move { start_task(&labs, &options, Some(&pools), &owned).await });
         self.ahead.push(&task.id, start);
+    }
+
+    /// Whether the lab started ahead for `task` is up, its symptom verified (or its start
+    /// failed): the runner starts the episode whose lab is ready first, so that a lab slow to
+    /// start (a duplicate router-id's symptom takes seconds to show) delays only itself.
+    fn prepared(&self, task: &Task) -> Option<bool> {
+        self.ahead.ready(&task.id)
     }
 }
 
