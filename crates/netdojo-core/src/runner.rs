@@ -5,9 +5,10 @@
 //! tool's schema, executed, and followed by a state check → evaluate (export + goal checks) →
 //! close → scorers. The wall time of each part is recorded ([`Timing`]). A run: episodes in
 //! parallel (`concurrency`; with `prepare_ahead`, the next ones are named to the environment
-//! factory to prepare while these run, and the first prepared starts first), each committed to the [`RunDir`] as it finishes, skipping
-//! episodes that a previous attempt of the same run completed. With epochs, each task runs
-//! several times: an episode is a (task, epoch), all tasks' epoch 0 first, then epoch 1...
+//! factory to prepare while these run, and the first prepared starts first), each committed to
+//! the [`RunDir`] as it finishes, skipping episodes that a previous attempt of the same run
+//! completed. With epochs, each task runs several times: an episode is a (task, epoch), all
+//! tasks' epoch 0 first, then epoch 1...
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::future::Future;

@@ -573,6 +573,6 @@ async fn a_prepared_episode_starts_before_one_still_being_prepared() {
     };
     // t2, ready, goes first; the others, still being prepared, in the suite's order.
     assert_eq!(started(2).await, ["t2", "t0", "t1", "t3"]);
-    // Without preparation there is nothing to be ready: the suite's order.
+    // Without preparation one episode is upcoming at a time: the suite's order.
     assert_eq!(started(0).await, ["t0", "t1", "t2", "t3"]);
 }

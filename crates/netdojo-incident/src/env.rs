@@ -1211,6 +1211,32 @@ impl Environment for IncidentEnv {
 mod tests {
     use super::*;
 
+    #[tokio::test]
+    async fn a_lab_started_ahead_is_ready_once_its_start_has_ended_well_or_not() {
+        let ahead = Ahead::default();
+        assert_eq!(ahead.ready("t1"), None, "nothing started for it");
+        let (go, wait) = tokio::sync::oneshot::channel::<()>();
+        ahead.push(
+            "t1",
+            tokio::spawn(async move {
+                let _ = wait.await;
+                Err(EnvError::runtime(ENV, "the lab did not start"))
+            }),
+        );
+        ahead.push("t1", tokio::spawn(std::future::pending()));
+        assert_eq!(ahead.ready("t1"), Some(false), "still starting");
+        let _ = go.send(());
+        for _ in 0..200 {
+            if ahead.ready("t1") == Some(true) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert_eq!(ahead.ready("t1"), Some(true), "a start that failed is ready: its episode reports it");
+        assert!(ahead.take("t1").is_some());
+        assert_eq!(ahead.ready("t1"), Some(false), "the task's next episode's lab, still starting");
+    }
+
     #[test]
     fn the_tools_read_as_the_agent_sees_them() {
         insta::assert_json_snapshot!("tools_before_reset", tool_specs(&[], &[]));
