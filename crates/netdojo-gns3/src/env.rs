@@ -493,6 +493,34 @@ impl Gns3Env {
         self.nodes.keys().cloned().collect()
     }
 
+    /// `device`'s running configuration as its episode starts: for a VPCS host whose startup
+    /// script sets an address, read until the address shows (every 100 ms, at most the boot
+    /// timeout). Read once, such a host showed none now and then (CI on a fresh machine: the
+    /// reset's copy of PC2 had no address, and its own startup line then counted as an agent's
+    /// edit in the command score), though it had one by the first tool call.
+    async fn booted_config(&mut self, device: &str, config: &ConfigTask) -> Result<Option<String>, EnvError> {
+        let dialect = match self.devices.get(device) {
+            Some(d) => Some(d.lock().await.dialect()),
+            None => None,
+        };
+        let sets_address = dialect == Some(CliDialect::Vpcs)
+            && config.startup_configs.get(device).is_some_and(|s| s.lines().any(sets_static_address));
+        let deadline = Instant::now() + self.options.boot_timeout;
+        loop {
+            let running = self.running_config(device).await?;
+            if !sets_address || running.as_deref().is_some_and(|r| !r.is_empty()) {
+                return Ok(running);
+            }
+            if Instant::now() >= deadline {
+                return Err(setup_err(format!(
+                    "node `{device}`: its startup script sets an address, and none showed within {:?}",
+                    self.options.boot_timeout
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
     async fn running_config(&mut self, device: &str) -> Result<Option<String>, EnvError> {
         let Some(d) = self.devices.get(device) else { return Ok(None) };
         d.lock()
@@ -598,7 +626,8 @@ impl Environment for Gns3Env {
             return Err(e);
         }
         for device in self.devices.keys().cloned().collect::<Vec<_>>() {
-            if let Some(running) = self.running_config(&device).await? {
+            let running = self.booted_config(&device, &config).await?;
+            if let Some(running) = running {
                 self.initial.insert(device, running);
             }
         }
@@ -758,9 +787,29 @@ impl Environment for Gns3Env {
     }
 }
 
+/// A VPCS startup line that sets a static address (`ip 10.0.0.2/24 [GATEWAY]`), not `ip dhcp`.
+fn sets_static_address(line: &str) -> bool {
+    let mut words = line.split_whitespace();
+    words.next() == Some("ip")
+        && words
+            .next()
+            .and_then(|a| a.split('/').next())
+            .is_some_and(|a| a.parse::<std::net::Ipv4Addr>().is_ok())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_vpcs_startup_line_sets_a_static_address_or_not() {
+        assert!(sets_static_address("ip 10.0.0.2/24"));
+        assert!(sets_static_address("  ip 10.0.0.2/24 10.0.0.1"));
+        assert!(sets_static_address("ip 10.0.0.2 255.255.255.0 10.0.0.1"));
+        assert!(!sets_static_address("ip dhcp"));
+        assert!(!sets_static_address("set pcname PC1"));
+        assert!(!sets_static_address("ipx 10.0.0.2/24"));
+    }
 
     #[test]
     fn the_ani_tools_name_ios_and_vpcs() {
