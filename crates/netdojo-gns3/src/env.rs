@@ -626,8 +626,7 @@ impl Environment for Gns3Env {
             return Err(e);
         }
         for device in self.devices.keys().cloned().collect::<Vec<_>>() {
-            let running = self.booted_config(&device, &config).await?;
-            if let Some(running) = running {
+            if let Some(running) = self.booted_config(&device, &config).await? {
                 self.initial.insert(device, running);
             }
         }
