@@ -6,6 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -23,7 +24,7 @@ use crate::catalogue::FaultType;
 use crate::fault::{Action, Fault};
 use crate::health::Health;
 use crate::lab::{Lab, ServiceKind};
-use crate::live::{CONVERGENCE, LiveLab, router_spec, start_twice};
+use crate::live::{CONVERGENCE, LiveLab, heard_since, router_spec, start_twice};
 use crate::score::{DIAGNOSIS_CHECK, agreement, parse_diagnosis};
 use crate::task::{APPLICATION, Diagnosed, faults_of, lab_hash, setup_of, tools, truth};
 
@@ -38,6 +39,9 @@ pub const MAX_HOPS: u64 = 16;
 /// How long a partial improvement must hold before a step's health is taken (see
 /// [`IncidentEnv::observe_change`]).
 pub const QUIET: Duration = Duration::from_millis(1000);
+/// How often a step's OSPF neighbours are read while [`settled_after`] waits for each to be
+/// heard from (the labs' hellos go every 100 ms on most interfaces).
+const HEAR_EVERY: Duration = Duration::from_millis(50);
 
 /// How much longer than `settle` a step is watched while an adjacency that was Full before it is
 /// still exchanging its database ([`CheckResult::settling`](crate::health::CheckResult)). A
@@ -50,10 +54,11 @@ pub const EXCHANGE_GRACE: Duration = Duration::from_secs(6);
 
 /// The health once a step has settled: every check passing; or fewer checks failing than
 /// `before` (a subset of them) and either exactly the symptom of some of the task's faults
-/// (`symptoms`, each fault's recorded symptom: [`explained`]) [`QUIET`] after the change, or
-/// no change for [`QUIET`] (a partial repair); or `settle` spent (a step that broke something
-/// or changed nothing waits it out, so that a breakage that takes a dead interval to show is
-/// seen). If `settle` ends with an adjacency that passed `before` exchanging its database,
+/// (`symptoms`, each fault's recorded symptom: [`explained`]) [`QUIET`] after the change or
+/// once every OSPF neighbour has been heard from since the change ([`heard_since`]; on labs
+/// without ospf6d), or no change for [`QUIET`] (a partial repair); or `settle` spent (a step
+/// that broke something or changed nothing waits it out, so that a breakage that takes a dead
+/// interval to show is seen). If `settle` ends with an adjacency that passed `before` exchanging its database,
 /// the watch goes on until the lab settles, or no such adjacency has been seen for [`QUIET`],
 /// or [`EXCHANGE_GRACE`] is spent: the exchange ends by itself, and only then does the step's
 /// effect show. The environment judges each change by it, and the generator's verification
@@ -71,6 +76,11 @@ pub(crate) async fn settled_after(
     let passed_before: BTreeSet<String> = before.passing().into_iter().map(str::to_string).collect();
     let before: BTreeSet<String> = before.failing().into_iter().map(str::to_string).collect();
     let change = Instant::now();
+    // Every OSPF neighbour as the change left it: once each has been heard from since, an
+    // explained state is judged without waiting out the rest of QUIET ([`heard_since`]).
+    let hearing = live.ospf_hearing().await;
+    let heard = AtomicBool::new(false);
+    let wanted = AtomicBool::new(false);
     let last = std::sync::Mutex::new((None::<BTreeSet<String>>, change));
     let settled = |h: &Health| {
         if h.all_passed() {
@@ -81,11 +91,40 @@ pub(crate) async fn settled_after(
         if last.0.as_ref() != Some(&failing) {
             *last = (Some(failing.clone()), Instant::now());
         }
+        let explained_now = failing.is_subset(&before) && failing != before && explained(&failing, symptoms);
+        if explained_now {
+            wanted.store(true, Ordering::Relaxed);
+        }
         failing.is_subset(&before)
             && failing != before
-            && ((explained(&failing, symptoms) && change.elapsed() >= QUIET) || last.1.elapsed() >= QUIET)
+            && ((explained_now && (change.elapsed() >= QUIET || heard.load(Ordering::Relaxed)))
+                || last.1.elapsed() >= QUIET)
     };
-    let health = live.wait_health(&settled, settle).await;
+    // Reads the neighbours again, once an explained state has been seen, until each has been
+    // heard from; then has the wait take its deciding round at once, rather than up to
+    // ROUND_EVERY later. Never ends by itself: the wait decides.
+    let round_now = AtomicBool::new(false);
+    let hear = async {
+        if let Some(before) = &hearing {
+            loop {
+                tokio::time::sleep(HEAR_EVERY).await;
+                if wanted.load(Ordering::Relaxed)
+                    && let Some(now) = live.ospf_hearing().await
+                    && heard_since(before, &now, change + QUIET)
+                {
+                    tracing::debug!(lab = %live.lab().name, after = ?change.elapsed(), "every OSPF neighbour heard from since the change");
+                    heard.store(true, Ordering::Relaxed);
+                    round_now.store(true, Ordering::Relaxed);
+                    break;
+                }
+            }
+        }
+        std::future::pending::<Health>().await
+    };
+    let health = tokio::select! {
+        health = live.wait_health_nudged(&settled, settle, &round_now) => health,
+        health = hear => health,
+    };
     let exchanging = |h: &Health| -> Vec<String> {
         h.results
             .iter()

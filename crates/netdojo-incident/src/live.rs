@@ -4,6 +4,7 @@
 //! up the moment its last check passes.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use netdojo_linux::network::{BuildTimes, Network};
@@ -73,21 +74,63 @@ pub struct LiveLab {
     network: Network,
 }
 
-/// The FRR daemons every router of every lab can run (besides zebra and staticd, which always
-/// run), so that an operator (or an agent) can configure any protocol anywhere, as on a real
-/// router. A router starts with those its configuration uses ([`topology_of`]); the others
-/// start, and take their share of its configuration, the first time anything addresses the
-/// router ([`LiveLab::touch`]): an agent's tool call, a fault's injection. An unused daemon
-/// holds no state another can see (bgpd without `router bgp` opens no port, ospfd without
-/// `router ospf` sends no hello), so until then nothing tells the two apart; a daemon's start
-/// is most of a router's setup (docs/incident.md, "Speed"). ospf6d ([`DAEMONS_IPV6`]) runs
-/// only where the lab turns IPv6 on: with IPv6 off in the kernel it has nothing to route.
-pub const DAEMONS: [&str; 2] = ["ospfd", "bgpd"];
+/// Every OSPF neighbour of a lab's routers at one moment ([`LiveLab::ospf_hearing`]): what
+/// [`heard_since`] compares.
+#[derive(Debug, Clone)]
+pub struct OspfHearing {
+    /// When the first read was sent and the last answered.
+    begun: Instant,
+    ended: Instant,
+    /// (router, neighbour's router id, interface) → (state, milliseconds until its dead timer
+    /// fires).
+    neighbours: BTreeMap<(String, String, String), (String, i64)>,
+}
+
+/// How much later a dead timer must fire than it would have without a hello in between before
+/// it counts as restarted: FRR's timers are read in milliseconds.
+const HEARD_MARGIN_MS: i64 = 10;
+
+/// Whether no OSPF adjacency can die before `until` for want of hellos since `before`, and none
+/// is forming: every neighbour of `before` is in `now`, those whose dead timer could fire
+/// before `until` heard from in between (the timer restarted: it fires later than `before`
+/// said it would), and every neighbour of `now` is settled (`Full`, or `2-Way` with a
+/// DROther, where two DROthers stay) or stuck (in the state `before` saw it in: an MTU
+/// mismatch holds an adjacency in `ExStart` for good; one forming moves on within
+/// milliseconds). With `before` read after a change and `until` the change
+/// plus [`QUIET`](crate::env::QUIET), that is what waiting out `QUIET` shows: an adjacency the
+/// change broke by its hellos that dies within it (on the labs' 1 s dead interval; one on a
+/// 3 s interval dies after `QUIET` either way). Conservative about time: a read of `before`
+/// is taken as early as it can have been for when its timers fire, and the reads of `now` as
+/// early as they can have been against the latest of `before`.
+pub fn heard_since(before: &OspfHearing, now: &OspfHearing, until: Instant) -> bool {
+    let between = now.begun.saturating_duration_since(before.ended).as_millis() as i64;
+    let window = until.saturating_duration_since(before.begun).as_millis() as i64;
+    let settled = |state: &str| state.starts_with("Full") || state == "2-Way/DROther";
+    before.neighbours.iter().all(|(key, (_, due_before))| {
+        now.neighbours.get(key).is_some_and(|(_, due_now)| {
+            *due_before > window + HEARD_MARGIN_MS || *due_now > due_before - between + HEARD_MARGIN_MS
+        })
+    }) && now.neighbours.iter().all(|(key, (state, _))| {
+        settled(state) || before.neighbours.get(key).is_some_and(|(was, _)| was == state)
+    })
+}
+
+/// The FRR daemons every router of every lab can run (besides zebra, which always runs), so
+/// that an operator (or an agent) can configure any protocol and any static route anywhere, as
+/// on a real router. A router starts with those its configuration uses ([`topology_of`]:
+/// staticd only where it has a static route); the others start, and take their share of its
+/// configuration, the first time anything addresses the router ([`LiveLab::touch`]): an
+/// agent's tool call, a fault's injection. An unused daemon holds no state another can see
+/// (bgpd without `router bgp` opens no port, ospfd without `router ospf` sends no hello,
+/// staticd without a route installs none), so until then nothing tells the two apart; a
+/// daemon's start is most of a router's setup (docs/incident.md, "Speed"). ospf6d
+/// ([`DAEMONS_IPV6`]) runs only where the lab turns IPv6 on: with IPv6 off in the kernel it
+/// has nothing to route.
+pub const DAEMONS: [&str; 3] = ["staticd", "ospfd", "bgpd"];
 /// What a router of a lab with IPv6 runs besides [`DAEMONS`].
 pub const DAEMONS_IPV6: [&str; 1] = ["ospf6d"];
 
-/// The daemons (besides zebra and staticd) a router of a lab with (`ipv6`) or without IPv6 can
-/// run.
+/// The daemons (besides zebra) a router of a lab with (`ipv6`) or without IPv6 can run.
 pub fn daemons(ipv6: bool) -> Vec<String> {
     let extra: &[&str] = if ipv6 { &DAEMONS_IPV6 } else { &[] };
     DAEMONS.iter().chain(extra).map(|d| d.to_string()).collect()
@@ -119,12 +162,12 @@ fn base_sysctls(ipv6: bool, router: bool) -> BTreeMap<String, String> {
 }
 
 /// What a warm pool's routers must be to serve the routers of labs with (`ipv6`) or without
-/// IPv6: zebra and staticd at least (the pool serves a node from a router running its other
-/// daemons, kept through the router's reset, or starts them as it is taken: see [`DAEMONS`])
-/// and the base sysctls. A router with sysctls of its own (an `rp_filter`) is
-/// served too; they are written as it is taken.
+/// IPv6: zebra at least, staticd too only where a node lists it (the pool serves a node from a
+/// router running its other daemons, kept through the router's reset, or starts them as it is
+/// taken: see [`DAEMONS`]) and the base sysctls. A router with sysctls of its own (an
+/// `rp_filter`) is served too; they are written as it is taken.
 pub fn router_spec(ipv6: bool) -> RouterSpec {
-    RouterSpec { daemons: Vec::new(), sysctls: base_sysctls(ipv6, true) }
+    RouterSpec { daemons: Vec::new(), sysctls: base_sysctls(ipv6, true), staticd_on_demand: true }
 }
 
 /// The topology netdojo-linux builds for `lab`: the lab's, every router running the daemons its
@@ -526,6 +569,52 @@ impl LiveLab {
         futures::future::join_all(reads).await.concat()
     }
 
+    /// Every OSPF neighbour of every router now, as its ospfd sees it ([`OspfHearing`]); `None`
+    /// where that proves nothing: a router runs ospf6d (which gives its neighbours' dead timers
+    /// in whole seconds) or a read fails or is not the JSON expected.
+    pub async fn ospf_hearing(&self) -> Option<OspfHearing> {
+        let mut ospf = Vec::new();
+        for router in self.lab.routers() {
+            let frr = self.network.frr(router)?;
+            let daemons = frr.daemons();
+            if daemons.contains(&"ospf6d") {
+                return None;
+            }
+            if daemons.contains(&"ospfd") {
+                ospf.push((router, frr));
+            }
+        }
+        let begun = Instant::now();
+        let reads = ospf.iter().map(|(router, frr)| async move {
+            (*router, frr.show("ospfd", "show ip ospf neighbor json").await)
+        });
+        let answers = futures::future::join_all(reads).await;
+        let mut neighbours = BTreeMap::new();
+        for (router, answer) in answers {
+            let v: serde_json::Value = serde_json::from_str(&answer.ok()?).ok()?;
+            // ospfd without `router ospf` answers `{}`.
+            let Some(by_id) = v.get("neighbors") else {
+                if v.as_object().is_some_and(|o| o.is_empty()) {
+                    continue;
+                }
+                return None;
+            };
+            for (id, entries) in by_id.as_object()? {
+                for entry in entries.as_array()? {
+                    let text = |k: &str| entry.get(k).and_then(|x| x.as_str());
+                    let state = text("nbrState").or_else(|| text("state"))?.to_string();
+                    let due = entry
+                        .get("routerDeadIntervalTimerDueMsec")
+                        .or_else(|| entry.get("deadTimeMsecs"))
+                        .and_then(|x| x.as_i64())?;
+                    let interface = text("ifaceName")?.to_string();
+                    neighbours.insert((router.to_string(), id.clone(), interface), (state, due));
+                }
+            }
+        }
+        Some(OspfHearing { begun, ended: Instant::now(), neighbours })
+    }
+
     /// A JSON `show` answered by `router`'s ospfd (null when it is not JSON).
     async fn ospf_json(&self, router: &str, command: &str) -> Result<serde_json::Value, IncidentError> {
         let text = self.frr_of(router)?.show("ospfd", command).await.map_err(|source| {
@@ -648,12 +737,35 @@ impl LiveLab {
         want: impl Fn(&Health) -> bool,
         timeout: Duration,
     ) -> (Health, Duration) {
+        self.wait_health_within(want, timeout, &AtomicBool::new(false)).await
+    }
+
+    /// [`wait_health`](Self::wait_health), whose next round begins as soon as `round_now` is
+    /// set (it is cleared as the round begins), not when the state's polls would let it: for a
+    /// caller that learns on its own that the round it wants is due. Rounds never overlap
+    /// (two would dump the same namespaces' netlink sockets at once, which the kernel refuses).
+    pub async fn wait_health_nudged(
+        &self,
+        want: impl Fn(&Health) -> bool,
+        timeout: Duration,
+        round_now: &AtomicBool,
+    ) -> Health {
+        self.wait_health_within(want, timeout, round_now).await.0
+    }
+
+    async fn wait_health_within(
+        &self,
+        want: impl Fn(&Health) -> bool,
+        timeout: Duration,
+        round_now: &AtomicBool,
+    ) -> (Health, Duration) {
         let start = Instant::now();
         let mut last: Option<Instant> = None;
         loop {
             if let Some(last) = last
                 && last.elapsed() < ROUND_EVERY
                 && start.elapsed() < timeout
+                && !round_now.load(Ordering::Relaxed)
                 && health::run_state(&self.network, &self.lab, &self.book)
                     .await
                     .is_some_and(|state| !state.all_passed())
@@ -661,6 +773,7 @@ impl LiveLab {
                 tokio::time::sleep(state_every(start)).await;
                 continue;
             }
+            round_now.store(false, Ordering::Relaxed);
             let round = Instant::now();
             last = Some(round);
             let health = health::run_all(&self.network, &self.lab, &self.book, Patience::POLL).await;
@@ -956,13 +1069,62 @@ fn release_ospf_externals(running: &str) -> String {
 mod tests {
     use super::*;
 
+    fn hearing(at: Instant, entries: &[(&str, &str, i64)]) -> OspfHearing {
+        let neighbours = entries
+            .iter()
+            .map(|(id, state, due)| {
+                (("r1".to_string(), id.to_string(), "eth1:10.0.0.1".to_string()), (state.to_string(), *due))
+            })
+            .collect();
+        OspfHearing { begun: at, ended: at, neighbours }
+    }
+
+    #[test]
+    fn a_neighbour_counts_as_heard_only_when_its_dead_timer_restarted_and_all_are_settled() {
+        let t0 = Instant::now();
+        let later = t0 + Duration::from_millis(100);
+        let before = hearing(t0, &[("2.2.2.2", "Full/-", 900), ("3.3.3.3", "2-Way/DROther", 950)]);
+        // Both restarted: each fires later than 100 ms sooner.
+        let until = t0 + Duration::from_millis(1000);
+        let heard = hearing(later, &[("2.2.2.2", "Full/-", 980), ("3.3.3.3", "2-Way/DROther", 990)]);
+        assert!(heard_since(&before, &heard, until));
+        // 2.2.2.2's timer only ran down (900 - 100): no hello since.
+        let silent = hearing(later, &[("2.2.2.2", "Full/-", 800), ("3.3.3.3", "2-Way/DROther", 990)]);
+        assert!(!heard_since(&before, &silent, until));
+        // Unless its timer fires after `until` whatever happens: then QUIET would not see it die.
+        assert!(heard_since(&before, &silent, t0 + Duration::from_millis(850)));
+        // Within the margin of running down is not a restart either.
+        let close = hearing(later, &[("2.2.2.2", "Full/-", 805), ("3.3.3.3", "2-Way/DROther", 990)]);
+        assert!(!heard_since(&before, &close, until));
+        // A neighbour gone (dead, or reset by the change) proves nothing.
+        let gone = hearing(later, &[("3.3.3.3", "2-Way/DROther", 990)]);
+        assert!(!heard_since(&before, &gone, until));
+        // One forming (a new neighbour, or one the change reset) is not settled yet.
+        let forming = hearing(
+            later,
+            &[("2.2.2.2", "Full/-", 980), ("3.3.3.3", "2-Way/DROther", 990), ("4.4.4.4", "ExStart/-", 990)],
+        );
+        assert!(!heard_since(&before, &forming, until));
+        let towards_dr = hearing(later, &[("2.2.2.2", "2-Way/DR", 980), ("3.3.3.3", "2-Way/DROther", 990)]);
+        assert!(!heard_since(&before, &towards_dr, until));
+        // One stuck where it was (an MTU mismatch's ExStart) is the lab as it stays.
+        let stuck = hearing(t0, &[("6.6.6.6", "ExStart/-", 900)]);
+        assert!(heard_since(&stuck, &hearing(later, &[("6.6.6.6", "ExStart/-", 950)]), until));
+        assert!(!heard_since(&stuck, &hearing(later, &[("6.6.6.6", "Exchange/-", 950)]), until));
+        // A lab without OSPF neighbours has none to wait for.
+        assert!(heard_since(&hearing(t0, &[]), &hearing(later, &[]), until));
+        // A 3 s dead interval's neighbour (hellos every second) need not be heard within 1 s.
+        let slow = hearing(t0, &[("5.5.5.5", "Full/-", 2100)]);
+        assert!(heard_since(&slow, &hearing(later, &[("5.5.5.5", "Full/-", 2000)]), until));
+    }
+
     #[test]
     fn every_router_runs_the_daemons_its_configuration_uses_and_a_node_s_own_sysctls_win() {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/incident/labs/hub-spoke.yml");
         let lab = Lab::load(path).expect("hub-spoke");
         let topology = topology_of(&lab);
         let spec = router_spec(lab.ipv6);
-        assert!(spec.daemons.is_empty(), "the pool's routers run zebra and staticd alone");
+        assert!(spec.daemons.is_empty() && spec.staticd_on_demand, "the pool's routers run zebra alone");
         for (name, node) in topology.nodes() {
             assert_eq!(node.sysctls.get("net.ipv4.icmp_ratelimit").map(String::as_str), Some("0"), "{name}");
             assert_eq!(
@@ -977,15 +1139,19 @@ mod tests {
                 assert_eq!(node.sysctls == spec.sysctls, name != "sp1", "{name}");
             }
         }
-        // hq-core and the hubs run OSPF; the spokes only static routes.
+        // hq-core runs OSPF; the hubs OSPF and static routes; the spokes only static routes.
         let of = |n: &str| topology.node(n).expect(n).daemons.clone();
         assert_eq!(of("hq-core"), ["ospfd"]);
-        assert_eq!(of("hub"), ["ospfd"]);
-        assert_eq!(of("sp1"), Vec::<String>::new());
+        assert_eq!(of("hub"), ["staticd", "ospfd"]);
+        assert_eq!(of("sp1"), ["staticd"]);
         let sp1 = topology.node("sp1").expect("sp1");
         assert_eq!(sp1.sysctls.get("net.ipv4.conf.default.rp_filter").map(String::as_str), Some("2"));
-        assert_eq!(daemons(false), ["ospfd", "bgpd"], "what any router of an IPv4 lab can run");
-        assert_eq!(daemons(true), ["ospfd", "bgpd", "ospf6d"], "an IPv6 lab's routers can run ospf6d too");
+        assert_eq!(daemons(false), ["staticd", "ospfd", "bgpd"], "what any router of an IPv4 lab can run");
+        assert_eq!(
+            daemons(true),
+            ["staticd", "ospfd", "bgpd", "ospf6d"],
+            "an IPv6 lab's routers can run ospf6d too"
+        );
         let v6 = router_spec(true);
         assert_eq!(v6.sysctls.get("net.ipv6.conf.all.forwarding").map(String::as_str), Some("1"));
         assert!(!v6.sysctls.contains_key("net.ipv6.conf.all.disable_ipv6"));

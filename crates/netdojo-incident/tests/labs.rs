@@ -292,10 +292,12 @@ async fn every_router_s_configuration_applies_as_vtysh_would() {
             let every = netdojo_linux::pool::RouterSpec {
                 daemons: netdojo_incident::live::daemons(ipv6),
                 sysctls: spec.sysctls.clone(),
+                staticd_on_demand: true,
             };
             let used = netdojo_linux::pool::RouterSpec {
                 daemons: netdojo_linux::frr::daemons_of(&config).into_iter().map(String::from).collect(),
                 sysctls: spec.sysctls.clone(),
+                staticd_on_demand: true,
             };
             let (by_vtysh, direct) = tokio::try_join!(
                 netdojo_linux::pool::start_router(&every, &every.daemons),

@@ -27,7 +27,8 @@ pub use crate::paths::{FRR_BIN, FRR_STATE, RUN_DIR};
 /// FRR's reload script (Debian's `frr` ships it; it needs python3).
 pub const RELOAD: &str = "/usr/lib/frr/frr-reload.py";
 
-/// The daemons a router may run (zebra and staticd always run, zebra first).
+/// The daemons a router may run (zebra always, first; staticd too unless started with
+/// [`Frr::start_only`]).
 pub const DAEMONS: [&str; 6] = ["zebra", "staticd", "ospfd", "bgpd", "ripd", "ospf6d"];
 
 #[derive(Debug, thiserror::Error)]
@@ -101,18 +102,23 @@ fn owner_of(line: &str) -> Option<&'static str> {
     OWNED.iter().find(|(first, _)| words.starts_with(first)).map(|(_, owner)| *owner)
 }
 
-/// The daemons besides zebra and staticd that `config` (configuration text in the form FRR
-/// writes it) configures: those owning a line of it ([`OWNED`]: `router ospf`, `ip ospf ...`,
-/// `router bgp`, ...), and bgpd for its own lists (`bgp as-path access-list`, `bgp
-/// community-list`), in [`DAEMONS`]' order. A line of another daemon's that this misses (a
-/// route-map clause only bgpd knows) reaches no running daemon, and [`Frr::apply_config`]
-/// then fails on it, naming it: a router is never left silently without a line.
+/// The daemons besides zebra that `config` (configuration text in the form FRR writes it)
+/// configures: those owning a line of it ([`OWNED`]: `router ospf`, `ip ospf ...`, `router
+/// bgp`, ...), bgpd for its own lists (`bgp as-path access-list`, `bgp community-list`), and
+/// staticd for a static route (`ip route`, `ipv6 route`, in a `vrf` block too), in [`DAEMONS`]'
+/// order. A line of another daemon's that this misses (a route-map clause only bgpd knows)
+/// reaches no running daemon, and [`Frr::apply_config`] then fails on it, naming it: a router
+/// is never left silently without a line.
 pub fn daemons_of(config: &str) -> Vec<&'static str> {
     let mut used = Vec::new();
     for line in config.lines() {
         let word = line.trim_start();
-        let bgp_list = word.split_ascii_whitespace().find(|w| *w != "no") == Some("bgp");
-        if let Some(owner) = owner_of(word).or(bgp_list.then_some("bgpd"))
+        let mut words = word.split_ascii_whitespace().skip_while(|w| *w == "no");
+        let (first, second) = (words.next(), words.next());
+        let bgp_list = first == Some("bgp");
+        let static_route = matches!(first, Some("ip" | "ipv6")) && second == Some("route");
+        if let Some(owner) =
+            owner_of(word).or(bgp_list.then_some("bgpd")).or(static_route.then_some("staticd"))
             && !used.contains(&owner)
         {
             used.push(owner);
@@ -262,17 +268,36 @@ impl Frr {
         daemons: &[String],
         startup: Option<&str>,
     ) -> Result<Self, FrrError> {
+        // staticd runs with zebra unless asked otherwise: without it vtysh drops `ip route`
+        // with no more than a warning.
+        let mut with_staticd = vec!["staticd".to_string()];
+        with_staticd.extend(daemons.iter().cloned());
+        Self::start_only(router, ns, hostname, &with_staticd, startup).await
+    }
+
+    /// [`start`](Self::start), running zebra and `daemons` alone: staticd only if listed. For
+    /// whoever starts staticd when a static route is first configured ([`daemons_of`] names it
+    /// for a configuration with one; [`start_more`](Self::start_more) starts it later).
+    pub async fn start_only(
+        router: &str,
+        ns: &str,
+        hostname: &str,
+        daemons: &[String],
+        startup: Option<&str>,
+    ) -> Result<Self, FrrError> {
         if !crate::preflight::Need::Frr.met() {
             return Err(FrrError::NotInstalled);
         }
         if !valid_hostname(hostname) {
             return Err(FrrError::BadHostname { router: router.into(), hostname: hostname.into() });
         }
-        // staticd always runs with zebra: without it vtysh drops `ip route` silently.
-        let mut list: Vec<&str> = vec!["zebra", "staticd"];
-        for d in daemons {
-            let Some(known) = DAEMONS.iter().find(|k| **k == d.as_str()) else {
-                return Err(FrrError::UnknownDaemon { router: router.into(), daemon: d.clone() });
+        let mut list: Vec<&str> = vec!["zebra"];
+        // A daemon the startup configuration uses runs whatever `daemons` says: vtysh would
+        // otherwise drop its lines with no more than a warning.
+        let used = daemons_of(startup.unwrap_or_default());
+        for d in daemons.iter().map(String::as_str).chain(used) {
+            let Some(known) = DAEMONS.iter().find(|k| **k == d) else {
+                return Err(FrrError::UnknownDaemon { router: router.into(), daemon: d.to_string() });
             };
             if !list.contains(known) {
                 list.push(known);
@@ -1107,15 +1132,26 @@ mod tests {
         assert_eq!(daemons_of(both), ["ospfd", "bgpd"]);
         assert_eq!(daemons_of("bgp as-path access-list A seq 5 permit _65002$\n"), ["bgpd"]);
         assert_eq!(
+            daemons_of("ip route 10.0.0.0/8 10.1.1.2\nrouter ospf\n redistribute static\n"),
+            ["staticd", "ospfd"]
+        );
+        assert_eq!(daemons_of("vrf red\n ipv6 route ::/0 blackhole\nexit-vrf\n"), ["staticd"]);
+        assert_eq!(daemons_of("no ip route 10.0.0.0/8 10.1.1.2\n"), ["staticd"]);
+        assert!(daemons_of("ip prefix-list P seq 5 permit 10.0.0.0/8\nroute-map M permit 10\n").is_empty());
+        assert_eq!(
             daemons_of("interface eth1\n ipv6 ospf6 area 0.0.0.0\nexit\nrouter ospf6\nexit\n"),
             ["ospf6d"]
         );
-        // What zebra and staticd take needs nothing more.
+        // What zebra takes needs nothing more; a static route needs staticd.
         assert_eq!(
             daemons_of(
                 "ip route 10.9.0.0/16 10.0.0.2\nroute-map RM permit 10\nexit\ninterface eth1\n ip address 10.0.0.1/30\nexit\n"
             ),
-            Vec::<&str>::new()
+            ["staticd"]
+        );
+        assert!(
+            daemons_of("route-map RM permit 10\nexit\ninterface eth1\n ip address 10.0.0.1/30\nexit\n")
+                .is_empty()
         );
     }
 

@@ -43,8 +43,9 @@ pub const IDLE_HOSTNAME: &str = "pooled";
 /// The most routers a pool keeps alive at once (idle, in use and being reset).
 pub const MAX_ROUTERS: usize = 64;
 
-/// What every router of a pool is: the daemons (besides zebra and staticd) it runs at least and
-/// the sysctls its namespace gets before any interface exists. A node is served from the pool
+/// What every router of a pool is: the daemons (besides zebra, and staticd unless
+/// [`staticd_on_demand`](Self::staticd_on_demand)) it runs at least and the sysctls its
+/// namespace gets before any interface exists. A node is served from the pool
 /// when it runs at least these daemons and sets every one of these sysctls; a router running
 /// its other daemons is looked for ([`PoolHandle::take`]), those still missing are started, and
 /// the values it sets otherwise and any sysctl of its own written, as it is taken
@@ -54,6 +55,22 @@ pub const MAX_ROUTERS: usize = 64;
 pub struct RouterSpec {
     pub daemons: Vec<String>,
     pub sysctls: BTreeMap<String, String>,
+    /// staticd runs only on a router whose node lists it (or `daemons` does), not on every
+    /// router as [`Frr::start`] starts it: for whoever starts it as a static route is first
+    /// configured ([`Frr::start_only`]). An idle router then runs zebra alone.
+    pub staticd_on_demand: bool,
+}
+
+impl RouterSpec {
+    /// Starts an idle router of this spec in `ns`, running `daemons` besides zebra (and
+    /// staticd, unless [`staticd_on_demand`](Self::staticd_on_demand)).
+    async fn start_idle(&self, ns: &str, daemons: &[String]) -> Result<Frr, FrrError> {
+        if self.staticd_on_demand {
+            Frr::start_only(IDLE_HOSTNAME, ns, IDLE_HOSTNAME, daemons, None).await
+        } else {
+            Frr::start(IDLE_HOSTNAME, ns, IDLE_HOSTNAME, daemons, None).await
+        }
+    }
 }
 
 /// Everything of a router that an episode can read or that is scored, as text.
@@ -118,8 +135,8 @@ pub struct Warm {
     /// those started as the router was taken ([`adopt`](Self::adopt)) too: the reset compares
     /// the daemons it starts with these.
     fresh_daemons: BTreeMap<String, String>,
-    /// The daemons (besides zebra and staticd) the reset starts, and so those an idle router
-    /// runs: the pool's and those of the node the router last served, so that the pool holds
+    /// The daemons (besides zebra, and staticd unless [`RouterSpec::staticd_on_demand`]) the
+    /// reset starts, and so those an idle router runs: the pool's and those of the node the router last served, so that the pool holds
     /// routers running what the labs ask for and a node finds one that runs its daemons already
     /// (none started on its setup's path).
     want: Vec<String>,
@@ -147,8 +164,8 @@ impl Warm {
         &self.fresh
     }
 
-    /// Makes it router `router` (host name and all), running `daemons` besides zebra and staticd
-    /// (those it does not run yet are started now; its reset starts these again), and applies
+    /// Makes it router `router` (host name and all), running `daemons` besides zebra (and
+    /// staticd, unless [`RouterSpec::staticd_on_demand`]; those it does not run yet are started now; its reset starts these again), and applies
     /// `startup` (configuration commands, one a line), as [`Frr::start`] does for a fresh router.
     pub async fn adopt(
         &mut self,
@@ -156,14 +173,22 @@ impl Warm {
         daemons: &[String],
         startup: Option<&str>,
     ) -> Result<(), FrrError> {
+        // Whatever the node lists, a daemon its configuration uses runs: vtysh would otherwise
+        // drop the daemon's lines with no more than a warning.
+        let mut daemons = daemons.to_vec();
+        for d in crate::frr::daemons_of(startup.unwrap_or_default()) {
+            if !daemons.iter().any(|have| have == d) {
+                daemons.push(d.to_string());
+            }
+        }
         // Started before the rename, so that their fresh running configuration (the idle host
         // name) is recorded for the reset's check.
-        let started = self.frr.start_more(daemons).await?;
+        let started = self.frr.start_more(&daemons).await?;
         for daemon in started {
             let section = running_section(&self.frr, daemon).await?;
             self.fresh_daemons.insert(daemon.to_string(), section);
         }
-        self.want = daemons.to_vec();
+        self.want = daemons;
         self.frr.rename(router, router).await?;
         let Some(config) = startup else { return Ok(()) };
         let out = self.frr.apply_file(config).await?;
@@ -196,9 +221,7 @@ impl Warm {
                 self.want.push(d.clone());
             }
         }
-        self.frr = Frr::start(IDLE_HOSTNAME, &ns, IDLE_HOSTNAME, &self.want, None)
-            .await
-            .map_err(|e| e.to_string())?;
+        self.frr = spec.start_idle(&ns, &self.want).await.map_err(|e| e.to_string())?;
         let now = self.snapshot().await.map_err(|e| e.to_string())?;
         let mut expected = self.fresh.clone();
         expected.running = String::new();
@@ -217,8 +240,8 @@ impl Warm {
     }
 }
 
-/// Starts one router of `spec`, running `daemons` (besides zebra and staticd; the spec's among
-/// them), in a namespace of its own and records its fresh state.
+/// Starts one router of `spec`, running `daemons` (besides zebra, and staticd unless
+/// [`RouterSpec::staticd_on_demand`]; the spec's among them), in a namespace of its own and records its fresh state.
 pub async fn start_router(spec: &RouterSpec, daemons: &[String]) -> Result<Warm, NetworkError> {
     let mut episode = Episode::new()?;
     let sysctls = spec.sysctls.clone();
@@ -231,7 +254,7 @@ pub async fn start_router(spec: &RouterSpec, daemons: &[String]) -> Result<Warm,
         run_here(&["ip", "link", "set", "lo", "up"], "").map(|_| ())
     })?;
     made.map_err(|message| NetworkError::Build { what: ns.clone(), message })?;
-    let frr = Frr::start(IDLE_HOSTNAME, &ns, IDLE_HOSTNAME, daemons, None).await?;
+    let frr = spec.start_idle(&ns, daemons).await?;
     let (fresh, fresh_daemons) = snapshot_by_daemon(&frr).await?;
     Ok(Warm { frr, fresh, fresh_daemons, want: daemons.to_vec(), _episode: episode })
 }
@@ -388,8 +411,8 @@ fn reset_kernel(fresh: &Snapshot) -> Result<(), String> {
     Ok(())
 }
 
-/// The idle router that serves a node running `want` (besides zebra and staticd) best: one
-/// running all of them and the fewest others; unless `superset_only`, else one missing the
+/// The idle router that serves a node running `want` (besides zebra, and staticd unless
+/// [`RouterSpec::staticd_on_demand`]) best: one running all of them and the fewest others; unless `superset_only`, else one missing the
 /// fewest of them.
 fn closest(idle: &[Warm], want: &[String], superset_only: bool) -> Option<usize> {
     // An idle router runs what its reset started (`Warm::want`): no process table read under
@@ -440,9 +463,9 @@ impl PoolHandle {
         &self.0.spec
     }
 
-    /// A router for each of `wants` (the daemons a node runs besides zebra and staticd), in
-    /// order: an idle one running exactly those, or the fewest more, first; then any idle one,
-    /// missing the fewest (its missing daemons are started as it is taken, [`Warm::adopt`]);
+    /// A router for each of `wants` (the daemons a node runs besides zebra, and staticd unless
+    /// [`RouterSpec::staticd_on_demand`]), in order: an idle one running exactly those, or the
+    /// fewest more, first; then any idle one, missing the fewest (its missing daemons are started as it is taken, [`Warm::adopt`]);
     /// the rest started now (all at once), running what their node wants.
     pub async fn take(&self, wants: &[Vec<String>]) -> Result<Vec<Warm>, NetworkError> {
         let mut slots: Vec<Option<Warm>> = wants.iter().map(|_| None).collect();

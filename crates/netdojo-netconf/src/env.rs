@@ -129,6 +129,8 @@ pub fn router_spec() -> netdojo_linux::pool::RouterSpec {
     netdojo_linux::pool::RouterSpec {
         daemons: ROUTER_DAEMONS.iter().map(|d| d.to_string()).collect(),
         sysctls: Node::ipv4_only_sysctls(),
+        // An agent configures static routes anywhere.
+        staticd_on_demand: false,
     }
 }
 

@@ -121,8 +121,11 @@ async fn a_daemon_started_later_holds_what_one_started_at_once_holds() {
         router ospf\n ospf router-id 9.9.9.9\n network 10.9.9.9/32 area 0\nexit\n\
         ip prefix-list P seq 5 permit 10.0.0.0/8 le 32\naccess-list 1 permit 10.0.0.0 0.255.255.255\n\
         route-map RM permit 10\n match ip address prefix-list P\nexit\nip route 10.8.0.0/16 blackhole\n";
-    let spec =
-        RouterSpec { daemons: Vec::new(), sysctls: netdojo_linux::topology::Node::ipv4_only_sysctls() };
+    let spec = RouterSpec {
+        daemons: Vec::new(),
+        sysctls: netdojo_linux::topology::Node::ipv4_only_sysctls(),
+        staticd_on_demand: false,
+    };
     let mut eager = start_router(&spec, &[]).await.expect("a warm router");
     eager.adopt("r", &["ospfd", "bgpd"].map(String::from), Some(CONFIG)).await.expect("eager");
     let mut late = start_router(&spec, &[]).await.expect("a warm router");
@@ -165,6 +168,7 @@ async fn a_pooled_router_after_a_hostile_episode_is_a_fresh_router_again() {
     let spec = RouterSpec {
         daemons: ["ospfd"].map(String::from).to_vec(),
         sysctls: netdojo_linux::topology::Node::ipv4_only_sysctls(),
+        staticd_on_demand: false,
     };
     let mut router = start_router(&spec, &spec.daemons).await.expect("a warm router");
     let fresh = router.fresh().clone();
@@ -261,7 +265,11 @@ async fn a_pooled_router_takes_its_own_sysctls_and_its_reset_gives_them_back() {
     if !common::frr_or_skip("frr pool sysctls") {
         return;
     }
-    let spec = RouterSpec { daemons: vec!["ospfd".to_string()], sysctls: Node::ipv4_only_sysctls() };
+    let spec = RouterSpec {
+        daemons: vec!["ospfd".to_string()],
+        sysctls: Node::ipv4_only_sysctls(),
+        staticd_on_demand: false,
+    };
     let pool = FrrPool::new(spec.clone()).expect("pool");
     let handle = pool.handle();
     let topology = |own: &[(&str, &str)]| {
@@ -311,6 +319,58 @@ async fn a_pooled_router_takes_its_own_sysctls_and_its_reset_gives_them_back() {
     again.teardown();
 }
 
+/// A pool whose routers start staticd on demand: an idle router runs zebra alone, a node that
+/// lists staticd (or whose configuration has a static route) gets it as it is taken, and the
+/// static route is in the kernel; a node without one runs no staticd; both routers come back
+/// from their reset as fresh ones.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pool_with_staticd_on_demand_starts_it_for_a_static_route_only() {
+    use netdojo_linux::pool::{FrrPool, RouterSpec};
+    use netdojo_linux::topology::Node;
+    if !common::frr_or_skip("frr pool staticd on demand") {
+        return;
+    }
+    let pool = FrrPool::new(RouterSpec {
+        daemons: Vec::new(),
+        sysctls: Node::ipv4_only_sysctls(),
+        staticd_on_demand: true,
+    })
+    .expect("pool");
+    let handle = pool.handle();
+    let text = "name: two\ntopology:\n  nodes:\n    r1: { kind: frr, interfaces: { eth1: 10.0.0.1/30 }, config: \"ip route 10.9.0.0/16 10.0.0.2\\n\" }\n    r2: { kind: frr, interfaces: { eth1: 10.0.0.2/30 } }\n  links:\n    - endpoints: [\"r1:eth1\", \"r2:eth1\"]\n";
+    let topology = || {
+        let mut t = Topology::from_str_named(text, "two.clab.yml").expect("valid topology");
+        for (_, node) in t.topology.nodes.0.iter_mut() {
+            node.sysctls = Node::ipv4_only_sysctls();
+        }
+        t
+    };
+    let (mut net, _) = Network::build_with(topology(), Some(&handle)).await.expect("build with the pool");
+    assert_eq!(handle.stats().created, 2, "not served from the pool: {:?}", handle.stats());
+    assert_eq!(net.frr("r1").expect("r1").daemons(), ["zebra", "staticd"], "r1 has a static route");
+    assert_eq!(net.frr("r2").expect("r2").daemons(), ["zebra"], "r2 has none");
+    let ns = net.ns_name("r1").expect("r1").to_string();
+    // zebra installs it once the link is up: a few hundred milliseconds at most.
+    let start = Instant::now();
+    let routes = loop {
+        let out = netdojo_linux::netns::in_netns(&ns, || {
+            std::process::Command::new("ip").args(["route", "show", "10.9.0.0/16"]).output()
+        })
+        .expect("enter r1")
+        .expect("ip route");
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        if text.contains("via 10.0.0.2") || start.elapsed() > Duration::from_secs(10) {
+            break text;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(routes.contains("via 10.0.0.2"), "r1's static route is not in its kernel: {routes:?}");
+    net.teardown();
+    pool.settle(Duration::from_secs(20));
+    let stats = handle.stats();
+    assert_eq!((handle.idle(), stats.discarded), (2, 0), "{stats:?}");
+}
+
 /// The pool keeps each router's daemons through its reset (those of the node it last served)
 /// and serves a node from a router that runs its daemons already: nothing is started on the
 /// node's setup path when such a router is idle, and a router running fewer is taken (its
@@ -322,8 +382,12 @@ async fn the_pool_serves_a_node_from_a_router_running_its_daemons() {
     if !common::frr_or_skip("frr pool daemons") {
         return;
     }
-    let pool =
-        FrrPool::new(RouterSpec { daemons: Vec::new(), sysctls: Node::ipv4_only_sysctls() }).expect("pool");
+    let pool = FrrPool::new(RouterSpec {
+        daemons: Vec::new(),
+        sysctls: Node::ipv4_only_sysctls(),
+        staticd_on_demand: false,
+    })
+    .expect("pool");
     let handle = pool.handle();
     let wants = |w: &[&[&str]]| -> Vec<Vec<String>> {
         w.iter().map(|d| d.iter().map(|s| s.to_string()).collect()).collect()
