@@ -58,10 +58,10 @@ pub const EXCHANGE_GRACE: Duration = Duration::from_secs(6);
 /// once every OSPF neighbour has been heard from since the change ([`heard_since`]; on labs
 /// without ospf6d), or no change for [`QUIET`] (a partial repair); or `settle` spent (a step
 /// that broke something or changed nothing waits it out, so that a breakage that takes a dead
-/// interval to show is seen). If `settle` ends with an adjacency that passed `before` exchanging its database,
-/// the watch goes on until the lab settles, or no such adjacency has been seen for [`QUIET`],
-/// or [`EXCHANGE_GRACE`] is spent: the exchange ends by itself, and only then does the step's
-/// effect show. The environment judges each change by it, and the generator's verification
+/// interval to show is seen). If `settle` ends with an adjacency that passed `before`
+/// exchanging its database, the watch goes on until the lab settles, or no such adjacency has
+/// been seen for [`QUIET`], or [`EXCHANGE_GRACE`] is spent: the exchange ends by itself, and
+/// only then does the step's effect show. The environment judges each change by it, and the generator's verification
 /// judges the oracle's repair steps the same way.
 pub(crate) async fn settled_after(
     live: &LiveLab,

@@ -136,7 +136,8 @@ pub struct Warm {
     /// the daemons it starts with these.
     fresh_daemons: BTreeMap<String, String>,
     /// The daemons (besides zebra, and staticd unless [`RouterSpec::staticd_on_demand`]) the
-    /// reset starts, and so those an idle router runs: the pool's and those of the node the router last served, so that the pool holds
+    /// reset starts, and so those an idle router runs: the pool's and those of the node the
+    /// router last served, so that the pool holds
     /// routers running what the labs ask for and a node finds one that runs its daemons already
     /// (none started on its setup's path).
     want: Vec<String>,
@@ -165,7 +166,8 @@ impl Warm {
     }
 
     /// Makes it router `router` (host name and all), running `daemons` besides zebra (and
-    /// staticd, unless [`RouterSpec::staticd_on_demand`]; those it does not run yet are started now; its reset starts these again), and applies
+    /// staticd, unless [`RouterSpec::staticd_on_demand`]; those it does not run yet are started
+    /// now; its reset starts these again) and those `startup` uses, and applies
     /// `startup` (configuration commands, one a line), as [`Frr::start`] does for a fresh router.
     pub async fn adopt(
         &mut self,
@@ -241,7 +243,8 @@ impl Warm {
 }
 
 /// Starts one router of `spec`, running `daemons` (besides zebra, and staticd unless
-/// [`RouterSpec::staticd_on_demand`]; the spec's among them), in a namespace of its own and records its fresh state.
+/// [`RouterSpec::staticd_on_demand`]; the spec's among them), in a namespace of its own and
+/// records its fresh state.
 pub async fn start_router(spec: &RouterSpec, daemons: &[String]) -> Result<Warm, NetworkError> {
     let mut episode = Episode::new()?;
     let sysctls = spec.sysctls.clone();
@@ -412,8 +415,8 @@ fn reset_kernel(fresh: &Snapshot) -> Result<(), String> {
 }
 
 /// The idle router that serves a node running `want` (besides zebra, and staticd unless
-/// [`RouterSpec::staticd_on_demand`]) best: one running all of them and the fewest others; unless `superset_only`, else one missing the
-/// fewest of them.
+/// [`RouterSpec::staticd_on_demand`]) best: one running all of them and the fewest others;
+/// unless `superset_only`, else one missing the fewest of them.
 fn closest(idle: &[Warm], want: &[String], superset_only: bool) -> Option<usize> {
     // An idle router runs what its reset started (`Warm::want`): no process table read under
     // the pool's lock.
@@ -465,8 +468,9 @@ impl PoolHandle {
 
     /// A router for each of `wants` (the daemons a node runs besides zebra, and staticd unless
     /// [`RouterSpec::staticd_on_demand`]), in order: an idle one running exactly those, or the
-    /// fewest more, first; then any idle one, missing the fewest (its missing daemons are started as it is taken, [`Warm::adopt`]);
-    /// the rest started now (all at once), running what their node wants.
+    /// fewest more, first; then any idle one, missing the fewest (its missing daemons are
+    /// started as it is taken, [`Warm::adopt`]); the rest started now (all at once), running
+    /// what their node wants.
     pub async fn take(&self, wants: &[Vec<String>]) -> Result<Vec<Warm>, NetworkError> {
         let mut slots: Vec<Option<Warm>> = wants.iter().map(|_| None).collect();
         {
