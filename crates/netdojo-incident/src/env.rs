@@ -61,8 +61,8 @@ pub const EXCHANGE_GRACE: Duration = Duration::from_secs(6);
 /// interval to show is seen). If `settle` ends with an adjacency that passed `before`
 /// exchanging its database, the watch goes on until the lab settles, or no such adjacency has
 /// been seen for [`QUIET`], or [`EXCHANGE_GRACE`] is spent: the exchange ends by itself, and
-/// only then does the step's effect show. The environment judges each change by it, and the generator's verification
-/// judges the oracle's repair steps the same way.
+/// only then does the step's effect show. The environment judges each change by it, and the
+/// generator's verification judges the oracle's repair steps the same way.
 pub(crate) async fn settled_after(
     live: &LiveLab,
     before: &Health,
@@ -76,9 +76,6 @@ pub(crate) async fn settled_after(
     let passed_before: BTreeSet<String> = before.passing().into_iter().map(str::to_string).collect();
     let before: BTreeSet<String> = before.failing().into_iter().map(str::to_string).collect();
     let change = Instant::now();
-    // Every OSPF neighbour as the change left it: once each has been heard from since, an
-    // explained state is judged without waiting out the rest of QUIET ([`heard_since`]).
-    let hearing = live.ospf_hearing().await;
     let heard = AtomicBool::new(false);
     let wanted = AtomicBool::new(false);
     let last = std::sync::Mutex::new((None::<BTreeSet<String>>, change));
@@ -91,21 +88,23 @@ pub(crate) async fn settled_after(
         if last.0.as_ref() != Some(&failing) {
             *last = (Some(failing.clone()), Instant::now());
         }
-        let explained_now = failing.is_subset(&before) && failing != before && explained(&failing, symptoms);
+        let improved = failing.is_subset(&before) && failing != before;
+        let explained_now = improved && explained(&failing, symptoms);
         if explained_now {
             wanted.store(true, Ordering::Relaxed);
         }
-        failing.is_subset(&before)
-            && failing != before
+        improved
             && ((explained_now && (change.elapsed() >= QUIET || heard.load(Ordering::Relaxed)))
                 || last.1.elapsed() >= QUIET)
     };
-    // Reads the neighbours again, once an explained state has been seen, until each has been
-    // heard from; then has the wait take its deciding round at once, rather than up to
-    // ROUND_EVERY later. Never ends by itself: the wait decides.
+    // Reads every OSPF neighbour as the change left it (beside the wait's first round, not
+    // before it), then again, once an explained state has been seen, until each has been heard
+    // from ([`heard_since`]): then the explained state is judged without waiting out the rest
+    // of QUIET, and the wait takes its deciding round at once rather than up to ROUND_EVERY
+    // later. Never ends by itself: the wait decides.
     let round_now = AtomicBool::new(false);
     let hear = async {
-        if let Some(before) = &hearing {
+        if let Some(before) = &live.ospf_hearing().await {
             loop {
                 tokio::time::sleep(HEAR_EVERY).await;
                 if wanted.load(Ordering::Relaxed)

@@ -127,6 +127,19 @@ pub fn daemons_of(config: &str) -> Vec<&'static str> {
     DAEMONS.into_iter().filter(|d| used.contains(d)).collect()
 }
 
+/// `daemons` and, after them, those `config` uses ([`daemons_of`]) that it does not list: what
+/// a router given `config` must run, since vtysh drops a line whose daemon is not running with
+/// no more than a warning.
+pub fn daemons_with(daemons: &[String], config: Option<&str>) -> Vec<String> {
+    let mut all = daemons.to_vec();
+    for d in daemons_of(config.unwrap_or_default()) {
+        if !all.iter().any(|have| have == d) {
+            all.push(d.to_string());
+        }
+    }
+    all
+}
+
 /// One session on a daemon's vty socket, in vtysh's protocol: a NUL-terminated line, answered by
 /// the output, three NUL bytes and the status (lib/vty.c `vtysh_flush`).
 struct VtySession {
@@ -275,9 +288,10 @@ impl Frr {
         Self::start_only(router, ns, hostname, &with_staticd, startup).await
     }
 
-    /// [`start`](Self::start), running zebra and `daemons` alone: staticd only if listed. For
-    /// whoever starts staticd when a static route is first configured ([`daemons_of`] names it
-    /// for a configuration with one; [`start_more`](Self::start_more) starts it later).
+    /// [`start`](Self::start), running zebra, `daemons` and those `startup` uses
+    /// ([`daemons_with`]) alone: staticd only for a static route or if listed. For whoever
+    /// starts staticd when a static route is first configured
+    /// ([`start_more`](Self::start_more)).
     pub async fn start_only(
         router: &str,
         ns: &str,
@@ -292,12 +306,9 @@ impl Frr {
             return Err(FrrError::BadHostname { router: router.into(), hostname: hostname.into() });
         }
         let mut list: Vec<&str> = vec!["zebra"];
-        // A daemon the startup configuration uses runs whatever `daemons` says: vtysh would
-        // otherwise drop its lines with no more than a warning.
-        let used = daemons_of(startup.unwrap_or_default());
-        for d in daemons.iter().map(String::as_str).chain(used) {
-            let Some(known) = DAEMONS.iter().find(|k| **k == d) else {
-                return Err(FrrError::UnknownDaemon { router: router.into(), daemon: d.to_string() });
+        for d in &daemons_with(daemons, startup) {
+            let Some(known) = DAEMONS.iter().find(|k| **k == d.as_str()) else {
+                return Err(FrrError::UnknownDaemon { router: router.into(), daemon: d.clone() });
             };
             if !list.contains(known) {
                 list.push(known);

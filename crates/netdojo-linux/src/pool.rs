@@ -175,14 +175,7 @@ impl Warm {
         daemons: &[String],
         startup: Option<&str>,
     ) -> Result<(), FrrError> {
-        // Whatever the node lists, a daemon its configuration uses runs: vtysh would otherwise
-        // drop the daemon's lines with no more than a warning.
-        let mut daemons = daemons.to_vec();
-        for d in crate::frr::daemons_of(startup.unwrap_or_default()) {
-            if !daemons.iter().any(|have| have == d) {
-                daemons.push(d.to_string());
-            }
-        }
+        let daemons = crate::frr::daemons_with(daemons, startup);
         // Started before the rename, so that their fresh running configuration (the idle host
         // name) is recorded for the reset's check.
         let started = self.frr.start_more(&daemons).await?;
