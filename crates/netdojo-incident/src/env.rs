@@ -121,7 +121,7 @@ pub(crate) async fn settled_after(
         std::future::pending::<Health>().await
     };
     let health = tokio::select! {
-        health = live.wait_health_nudged(&settled, settle, &round_now) => health,
+        health = live.wait_health_nudged(&settled, settle, &round_now, &before) => health,
         health = hear => health,
     };
     let exchanging = |h: &Health| -> Vec<String> {
@@ -246,6 +246,7 @@ async fn start_task(
     } else {
         start_then_inject(task, lab, pool, &faults, &symptom, options).await?
     };
+    tracing::debug!(task = %task.id, lab = %lab.name, start = ?phases.start, inject = ?phases.inject, symptom = ?phases.symptom, times = ?phases.lab, "lab set up");
     Ok(Started { live, health, phases, faults, symptom })
 }
 
@@ -287,7 +288,7 @@ async fn start_then_inject(
             }
             phases.apply = injected.elapsed();
             let seen = Instant::now();
-            let health = match served(task, &live, faults, symptom, options.symptom).await {
+            let health = match served(task, &live, faults, symptom, options.symptom, None).await {
                 Ok(health) => health,
                 Err(e) => {
                     tokio::spawn(live.stop());
@@ -310,19 +311,27 @@ async fn start_then_inject(
 
 /// Waits up to `within` for the lab to be as `task` is served: a control's every check
 /// passing, a faulted task's recorded symptom failing; else an error naming what still passes
-/// (or fails). Returns the health the agent starts from.
+/// (or fails). Returns the health the agent starts from. `seen` is the health a lab prepared
+/// ahead was served on when it was ready: its failing checks are looked at again with
+/// [`Patience::STILL`](crate::health::Patience::STILL) ([`LiveLab::wait_health_after`]), since
+/// what is asked of them is whether the lab has drifted, and a check that healed would answer
+/// at once.
 async fn served(
     task: &Task,
     live: &LiveLab,
     faults: &[Fault],
     symptom: &BTreeSet<String>,
     within: Duration,
+    seen: Option<&Health>,
 ) -> Result<Health, EnvError> {
     let shows = |h: &Health| symptom.iter().all(|name| h.passed(name) == Some(false));
-    let health = if faults.is_empty() {
-        live.wait_health(Health::all_passed, within).await
-    } else {
-        live.wait_health(shows, within).await
+    let want = |h: &Health| if faults.is_empty() { h.all_passed() } else { shows(h) };
+    let health = match seen {
+        Some(seen) => {
+            let failing: BTreeSet<String> = seen.failing().into_iter().map(str::to_string).collect();
+            live.wait_health_after(want, within, &failing).await
+        }
+        None => live.wait_health(want, within).await,
     };
     // A fault whose symptom is a race shows the recorded symptom only when the race settles as
     // it did at generation; after the whole window, any of its checks failing is the fault
@@ -521,6 +530,7 @@ impl EnvironmentFactory for IncidentFactory {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
         let (labs, options, pools, owned) =
             (self.labs.clone(), self.options.clone(), self.pool_handles(), task.clone());
+        tracing::debug!(task = %task.id, "preparing its lab ahead");
         let start = runtime.spawn(async move { start_task(&labs, &options, Some(&pools), &owned).await });
         self.ahead.push(&task.id, start);
     }
@@ -609,6 +619,7 @@ impl IncidentEnv {
     /// starts from. A start lost in the background (cancelled, panicked) is made here instead.
     async fn take_prepared(&self, task: &Task, prepared: Preparing) -> Result<Started, EnvError> {
         let finished_before = prepared.is_finished();
+        let taken = Instant::now();
         let mut started = match prepared.await {
             Ok(started) => started?,
             Err(e) => {
@@ -618,7 +629,16 @@ impl IncidentEnv {
         };
         if finished_before {
             let within = if started.faults.is_empty() { self.options.converge } else { self.options.symptom };
-            match served(task, &started.live, &started.faults, &started.symptom, within).await {
+            match served(
+                task,
+                &started.live,
+                &started.faults,
+                &started.symptom,
+                within,
+                Some(&started.health),
+            )
+            .await
+            {
                 Ok(health) => started.health = health,
                 Err(e) => {
                     // The lab drifted while it waited: a symptom that shows only for a while
@@ -632,6 +652,7 @@ impl IncidentEnv {
             }
         }
         started.phases.ahead = true;
+        tracing::debug!(task = %task.id, ready = finished_before, waited = ?taken.elapsed(), "lab prepared ahead taken");
         Ok(started)
     }
 

@@ -4,7 +4,7 @@
 //! (a `show ... json` on their vty sockets, what vtysh would send). Nothing is sent from the
 //! root namespace.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
@@ -30,6 +30,18 @@ impl Patience {
     /// For polling until a state is reached: a failing round costs little, the next round
     /// retries.
     pub const POLL: Patience = Patience { probe: Duration::from_millis(150) };
+    /// For a check that failed when last looked at, in a wait that follows it: whether it still
+    /// fails. A check that heals answers within a millisecond here (the probe reads a reply the
+    /// kernel queued while its thread waited to run, see netdojo-linux's `probe`), so a third of
+    /// a round's patience tells a healed check from a broken one; what it could miss, a healed
+    /// check whose answer took longer, is seen by the wait's next round.
+    pub const STILL: Patience = Patience { probe: Duration::from_millis(50) };
+
+    /// This patience for a check in a round that follows a look in which it `failed`:
+    /// [`STILL`](Self::STILL)'s, where that is the shorter.
+    pub fn after(self, failed: bool) -> Patience {
+        if failed && Self::STILL.probe < self.probe { Self::STILL } else { self }
+    }
 }
 
 /// One check's outcome.
@@ -147,6 +159,20 @@ impl AddressBook {
 
 /// Runs every check of `lab` once, concurrently.
 pub async fn run_all(network: &Network, lab: &Lab, book: &AddressBook, patience: Patience) -> Health {
+    run_all_after(network, lab, book, patience, &BTreeSet::new()).await
+}
+
+/// [`run_all`], for a round that follows a look at the lab in which the checks of `failing`
+/// failed: their probes wait [`Patience::STILL`], every other probe `patience`. In a lab that
+/// stays broken (a partial repair, a prepared lab handed over) the failing checks are most of a
+/// round's time, and a check that newly fails still has a round's full patience.
+pub async fn run_all_after(
+    network: &Network,
+    lab: &Lab,
+    book: &AddressBook,
+    patience: Patience,
+    failing: &BTreeSet<String>,
+) -> Health {
     // A probe through a neighbour entry of an address that was deleted or moved still passes
     // until the kernel fails the entry, 23-53 s later: judged on it, a change would show its
     // effect (or a fault its symptom) only in the middle of a later step, and that step would
@@ -154,7 +180,7 @@ pub async fn run_all(network: &Network, lab: &Lab, book: &AddressBook, patience:
     if let Err(e) = network.forget_stale_neighbours().await {
         tracing::warn!(lab = %lab.name, error = %e, "stale neighbour entries not forgotten");
     }
-    let runs = lab.checks.iter().map(|c| run(network, book, c, patience));
+    let runs = lab.checks.iter().map(|c| run(network, book, c, patience.after(failing.contains(&c.name()))));
     Health { results: futures::future::join_all(runs).await }
 }
 
@@ -164,14 +190,33 @@ pub async fn run_all(network: &Network, lab: &Lab, book: &AddressBook, patience:
 /// thread not scheduled in time), and a wait that ends on such a round would judge a healthy
 /// lab broken: a step unsafe, or a repair not done. The checks that read a router's state
 /// answer the same whatever the patience, and are kept as they are.
-pub async fn confirm(network: &Network, lab: &Lab, book: &AddressBook, mut health: Health) -> Health {
+pub async fn confirm(network: &Network, lab: &Lab, book: &AddressBook, health: Health) -> Health {
+    confirm_after(network, lab, book, health, &BTreeSet::new()).await
+}
+
+/// [`confirm`], where the checks of `failing_throughout` failed before the wait began and in
+/// every round of it: those are looked at once more with [`Patience::POLL`], not a verdict's
+/// patience. A healthy check misses one round's window now and then, never every round of a
+/// wait (a step that changed nothing visible waits out `settle` in some twenty rounds), and a
+/// verdict's second for each such check was most of the wait's cost past `settle`.
+pub async fn confirm_after(
+    network: &Network,
+    lab: &Lab,
+    book: &AddressBook,
+    mut health: Health,
+    failing_throughout: &BTreeSet<String>,
+) -> Health {
     let again: Vec<_> =
         lab.checks.iter().filter(|c| !reads_state(c) && health.passed(&c.name()) == Some(false)).collect();
     if again.is_empty() {
         return health;
     }
-    let rerun =
-        futures::future::join_all(again.into_iter().map(|c| run(network, book, c, Patience::VERDICT))).await;
+    let rerun = futures::future::join_all(again.into_iter().map(|c| {
+        let patience =
+            if failing_throughout.contains(&c.name()) { Patience::POLL } else { Patience::VERDICT };
+        run(network, book, c, patience)
+    }))
+    .await;
     for result in rerun {
         if let Some(r) = health.results.iter_mut().find(|r| r.name == result.name) {
             *r = result;
@@ -400,6 +445,15 @@ async fn evaluate(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_check_that_failed_is_looked_at_again_with_still_s_patience_never_a_longer_one() {
+        assert_eq!(Patience::POLL.after(true), Patience::STILL);
+        assert_eq!(Patience::VERDICT.after(true), Patience::STILL);
+        assert_eq!(Patience::POLL.after(false), Patience::POLL);
+        let brief = Patience { probe: Duration::from_millis(20) };
+        assert_eq!(brief.after(true), brief, "a shorter patience is kept");
+    }
 
     const LAB: &str = r#"
 name: book

@@ -737,20 +737,38 @@ impl LiveLab {
         want: impl Fn(&Health) -> bool,
         timeout: Duration,
     ) -> (Health, Duration) {
-        self.wait_health_within(want, timeout, &AtomicBool::new(false)).await
+        self.wait_health_within(want, timeout, &AtomicBool::new(false), None).await
     }
 
-    /// [`wait_health`](Self::wait_health), whose next round begins as soon as `round_now` is
-    /// set (it is cleared as the round begins), not when the state's polls would let it: for a
-    /// caller that learns on its own that the round it wants is due. Rounds never overlap
-    /// (two would dump the same namespaces' netlink sockets at once, which the kernel refuses).
+    /// [`wait_health`](Self::wait_health) from a look at the lab in which the checks of
+    /// `failing` failed (a step's health before it, a prepared lab's verified symptom): each
+    /// round looks at the checks that failed in the round before it (the first, at `failing`)
+    /// with [`Patience::STILL`] ([`health::run_all_after`]), and a wait that ends unmet confirms
+    /// the checks that failed throughout with a round's patience, not a verdict's
+    /// ([`health::confirm_after`]). A lab that stays broken then costs a round of 50 ms, not
+    /// 150 ms; a check that newly fails is held to a round's full patience as before.
+    pub async fn wait_health_after(
+        &self,
+        want: impl Fn(&Health) -> bool,
+        timeout: Duration,
+        failing: &BTreeSet<String>,
+    ) -> Health {
+        self.wait_health_within(want, timeout, &AtomicBool::new(false), Some(failing)).await.0
+    }
+
+    /// [`wait_health_after`](Self::wait_health_after), whose next round begins as soon as
+    /// `round_now` is set (it is cleared as the round begins), not when the state's polls would
+    /// let it: for a caller that learns on its own that the round it wants is due. Rounds never
+    /// overlap (two would dump the same namespaces' netlink sockets at once, which the kernel
+    /// refuses).
     pub async fn wait_health_nudged(
         &self,
         want: impl Fn(&Health) -> bool,
         timeout: Duration,
         round_now: &AtomicBool,
+        failing: &BTreeSet<String>,
     ) -> Health {
-        self.wait_health_within(want, timeout, round_now).await.0
+        self.wait_health_within(want, timeout, round_now, Some(failing)).await.0
     }
 
     async fn wait_health_within(
@@ -758,9 +776,14 @@ impl LiveLab {
         want: impl Fn(&Health) -> bool,
         timeout: Duration,
         round_now: &AtomicBool,
+        failing: Option<&BTreeSet<String>>,
     ) -> (Health, Duration) {
         let start = Instant::now();
         let mut last: Option<Instant> = None;
+        // What the next round looks at with STILL's patience, and the checks that have failed
+        // since before the wait in every round so far.
+        let mut still: BTreeSet<String> = failing.cloned().unwrap_or_default();
+        let mut throughout = still.clone();
         loop {
             if let Some(last) = last
                 && last.elapsed() < ROUND_EVERY
@@ -776,14 +799,20 @@ impl LiveLab {
             round_now.store(false, Ordering::Relaxed);
             let round = Instant::now();
             last = Some(round);
-            let health = health::run_all(&self.network, &self.lab, &self.book, Patience::POLL).await;
+            let health =
+                health::run_all_after(&self.network, &self.lab, &self.book, Patience::POLL, &still).await;
             tracing::debug!(lab = %self.lab.name, elapsed = ?start.elapsed(), failing = %health.describe_failing(), "health round");
             if want(&health) {
                 return (health, round.elapsed());
             }
             if start.elapsed() >= timeout {
-                let health = health::confirm(&self.network, &self.lab, &self.book, health).await;
+                let health =
+                    health::confirm_after(&self.network, &self.lab, &self.book, health, &throughout).await;
                 return (health, round.elapsed());
+            }
+            if failing.is_some() {
+                still = health.failing().into_iter().map(str::to_string).collect();
+                throughout.retain(|name| still.contains(name));
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }

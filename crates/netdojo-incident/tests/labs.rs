@@ -380,3 +380,49 @@ async fn checks_see_a_moved_gateway_at_once_and_an_unmet_wait_confirms_its_failu
     assert!(h.all_passed(), "{}", h.describe_failing());
     live.stop().await;
 }
+
+/// A wait that starts from a look in which some checks failed (a step's health before it, a
+/// prepared lab's symptom) looks at those again with `Patience::STILL`: it still sees such a
+/// check fail, and sees it pass the moment it heals; and a wait that ends unmet confirms a
+/// check that failed throughout with a round's patience, which a healthy check passes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wait_from_a_failing_state_still_sees_its_checks_fail_and_heal() {
+    if !ready("a_wait_from_a_failing_state_still_sees_its_checks_fail_and_heal") {
+        return;
+    }
+    let lab = lab("enterprise");
+    let live = LiveLab::start(&lab).await.unwrap_or_else(|e| panic!("{e}"));
+    let reach = "reach staff -> 198.51.100.10";
+    let linux = |line: &str| Action::Linux { device: "core".into(), line: line.into() };
+    live.apply(&linux("ip addr del 203.0.113.1/24 dev eth3")).await.expect("address deleted");
+    let before = live.health().await;
+    assert_eq!(before.passed(reach), Some(false), "{}", before.describe_failing());
+    let failing: std::collections::BTreeSet<String> =
+        before.failing().into_iter().map(String::from).collect();
+
+    let again = live
+        .wait_health_after(|h| h.passed(reach) == Some(false), std::time::Duration::from_secs(5), &failing)
+        .await;
+    assert_eq!(again.passed(reach), Some(false), "looked at again: {}", again.describe_failing());
+
+    live.apply(&linux("ip addr add 203.0.113.1/24 dev eth3")).await.expect("address added");
+    let healed =
+        live.wait_health_after(|h| h.all_passed(), std::time::Duration::from_secs(10), &failing).await;
+    assert!(healed.all_passed(), "{}", healed.describe_failing());
+
+    let mut polled = healed.clone();
+    for r in polled.results.iter_mut().filter(|r| r.name == reach) {
+        r.passed = false;
+        r.detail = "failed in every round".into();
+    }
+    let confirmed = netdojo_incident::health::confirm_after(
+        live.network(),
+        live.lab(),
+        live.addresses(),
+        polled,
+        &[reach.to_string()].into_iter().collect(),
+    )
+    .await;
+    assert_eq!(confirmed.passed(reach), Some(true), "{}", confirmed.describe_failing());
+    live.stop().await;
+}

@@ -141,6 +141,9 @@ fn ping_blocking(dst: IpAddr, timeout: Duration) -> io::Result<bool> {
     let mut next_send = Duration::ZERO;
     let mut seq = 0u16;
     let mut buf = [0u8; 2048];
+    let is_reply = |packet: &[u8], from: Option<IpAddr>| {
+        matches!(parse_answer(v6, packet, id), Some(Answer::Reply { .. })) && from == Some(dst)
+    };
     while start.elapsed() < timeout {
         if start.elapsed() >= next_send {
             // A send error (no route yet) is a ping that is lost; the next one may pass.
@@ -152,8 +155,7 @@ fn ping_blocking(dst: IpAddr, timeout: Duration) -> io::Result<bool> {
         socket.set_read_timeout(Some(wait))?;
         match recv(&socket, &mut buf) {
             Ok((n, from)) => {
-                if matches!(parse_answer(v6, &buf[..n], id), Some(Answer::Reply { .. })) && from == Some(dst)
-                {
+                if is_reply(&buf[..n], from) {
                     return Ok(true);
                 }
             }
@@ -161,11 +163,27 @@ fn ping_blocking(dst: IpAddr, timeout: Duration) -> io::Result<bool> {
             Err(e) => return Err(e),
         }
     }
-    Ok(false)
+    let mut answered = false;
+    drain(&socket, &mut buf, |packet, from| answered |= is_reply(packet, from))?;
+    Ok(answered)
 }
 
 fn is_wait(e: &io::Error) -> bool {
     matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted)
+}
+
+/// Hands `each` every packet already queued on `socket`, without waiting: a probe whose thread
+/// ran late on a loaded machine (its timeout passed while it waited for a core) still counts
+/// the answers the kernel received for it meanwhile, rather than failing a check that answered.
+fn drain(socket: &Socket, buf: &mut [u8], mut each: impl FnMut(&[u8], Option<IpAddr>)) -> io::Result<()> {
+    socket.set_nonblocking(true)?;
+    loop {
+        match recv(socket, buf) {
+            Ok((n, from)) => each(&buf[..n], from),
+            Err(e) if is_wait(&e) => return Ok(()),
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 fn trace_blocking(dst: IpAddr, max_hops: u8, timeout: Duration) -> io::Result<Trace> {
@@ -182,6 +200,24 @@ fn trace_blocking(dst: IpAddr, max_hops: u8, timeout: Duration) -> io::Result<Tr
     let done = |hops: &[Option<IpAddr>], reached: Option<usize>| {
         reached.is_some_and(|r| hops[..r - 1].iter().all(Option::is_some))
     };
+    let take =
+        |packet: &[u8], from: Option<IpAddr>, hops: &mut [Option<IpAddr>], reached: &mut Option<usize>| {
+            match parse_answer(v6, packet, id) {
+                Some(Answer::Reply { seq }) if from == Some(dst) => {
+                    let ttl = usize::from(seq);
+                    if (1..=max).contains(&ttl) {
+                        *reached = Some(reached.map_or(ttl, |r| r.min(ttl)));
+                    }
+                }
+                Some(Answer::TimeExceeded { seq }) => {
+                    let ttl = usize::from(seq);
+                    if (1..=max).contains(&ttl) {
+                        hops[ttl - 1] = from;
+                    }
+                }
+                _ => {}
+            }
+        };
     while start.elapsed() < timeout && !done(&hops, reached) {
         if start.elapsed() >= next_send {
             let limit = reached.unwrap_or(max);
@@ -201,24 +237,13 @@ fn trace_blocking(dst: IpAddr, max_hops: u8, timeout: Duration) -> io::Result<Tr
         let wait = next_send.min(timeout).saturating_sub(start.elapsed()).max(Duration::from_millis(1));
         socket.set_read_timeout(Some(wait))?;
         match recv(&socket, &mut buf) {
-            Ok((n, from)) => match parse_answer(v6, &buf[..n], id) {
-                Some(Answer::Reply { seq }) if from == Some(dst) => {
-                    let ttl = usize::from(seq);
-                    if (1..=max).contains(&ttl) {
-                        reached = Some(reached.map_or(ttl, |r| r.min(ttl)));
-                    }
-                }
-                Some(Answer::TimeExceeded { seq }) => {
-                    let ttl = usize::from(seq);
-                    if (1..=max).contains(&ttl) {
-                        hops[ttl - 1] = from;
-                    }
-                }
-                _ => {}
-            },
+            Ok((n, from)) => take(&buf[..n], from, &mut hops, &mut reached),
             Err(e) if is_wait(&e) => {}
             Err(e) => return Err(e),
         }
+    }
+    if !done(&hops, reached) {
+        drain(&socket, &mut buf, |packet, from| take(packet, from, &mut hops, &mut reached))?;
     }
     match reached {
         Some(r) => {
@@ -400,6 +425,23 @@ mod tests {
         assert_eq!(parse_answer(true, &v6, 7), Some(Answer::TimeExceeded { seq: 2 }));
         let reply = [129u8, 0, 0, 0, 0, 7, 0, 5];
         assert_eq!(parse_answer(true, &reply, 7), Some(Answer::Reply { seq: 5 }));
+    }
+
+    /// A probe's thread that ran past its timeout still reads what was queued for it, and does
+    /// not wait for more (a datagram socket pair: no packet leaves the process).
+    #[test]
+    fn a_late_probe_still_reads_the_answers_queued_for_it_without_waiting() {
+        let (ours, peer) = Socket::pair(Domain::UNIX, Type::DGRAM, None).expect("socket pair");
+        peer.send(b"first").expect("sent");
+        peer.send(b"second").expect("sent");
+        let mut buf = [0u8; 64];
+        let mut seen = Vec::new();
+        drain(&ours, &mut buf, |packet, _| seen.push(packet.to_vec())).expect("drained");
+        assert_eq!(seen, vec![b"first".to_vec(), b"second".to_vec()]);
+        // Nothing more queued: it returns at once, with nothing, rather than block.
+        seen.clear();
+        drain(&ours, &mut buf, |packet, _| seen.push(packet.to_vec())).expect("drained");
+        assert!(seen.is_empty());
     }
 
     #[test]
