@@ -74,7 +74,7 @@ pub(crate) async fn settled_after(
     // every time rather than by which side of `settle` it lands on.
     let settle = settle.max(live.lab().md5_recovery().unwrap_or_default());
     let passed_before: BTreeSet<String> = before.passing().into_iter().map(str::to_string).collect();
-    let before: BTreeSet<String> = before.failing().into_iter().map(str::to_string).collect();
+    let before = before.failing_set();
     let change = Instant::now();
     let heard = AtomicBool::new(false);
     let wanted = AtomicBool::new(false);
@@ -83,7 +83,7 @@ pub(crate) async fn settled_after(
         if h.all_passed() {
             return true;
         }
-        let failing: BTreeSet<String> = h.failing().into_iter().map(str::to_string).collect();
+        let failing = h.failing_set();
         let Ok(mut last) = last.lock() else { return false };
         if last.0.as_ref() != Some(&failing) {
             *last = (Some(failing.clone()), Instant::now());
@@ -327,10 +327,7 @@ async fn served(
     let shows = |h: &Health| symptom.iter().all(|name| h.passed(name) == Some(false));
     let want = |h: &Health| if faults.is_empty() { h.all_passed() } else { shows(h) };
     let health = match seen {
-        Some(seen) => {
-            let failing: BTreeSet<String> = seen.failing().into_iter().map(str::to_string).collect();
-            live.wait_health_after(want, within, &failing).await
-        }
+        Some(seen) => live.wait_health_after(want, within, &seen.failing_set()).await,
         None => live.wait_health(want, within).await,
     };
     // A fault whose symptom is a race shows the recorded symptom only when the race settles as

@@ -75,6 +75,11 @@ impl Health {
         self.results.iter().filter(|r| !r.passed).map(|r| r.name.as_str()).collect()
     }
 
+    /// The names of the failing checks, as a set (what a wait compares and looks at again).
+    pub fn failing_set(&self) -> BTreeSet<String> {
+        self.results.iter().filter(|r| !r.passed).map(|r| r.name.clone()).collect()
+    }
+
     /// The names of the passing checks.
     pub fn passing(&self) -> Vec<&str> {
         self.results.iter().filter(|r| r.passed).map(|r| r.name.as_str()).collect()

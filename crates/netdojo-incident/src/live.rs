@@ -254,7 +254,7 @@ impl LiveLab {
         live.release_ospf_externals(symptom, within).await?;
         let (health, last) = live.wait_failing(symptom, within).await;
         live.times.health = last;
-        let failing: BTreeSet<String> = health.failing().into_iter().map(str::to_string).collect();
+        let failing = health.failing_set();
         if &failing != symptom {
             let show = |s: &BTreeSet<String>| s.iter().map(String::as_str).collect::<Vec<_>>().join(", ");
             return Err(IncidentError::NotShowing {
@@ -811,7 +811,7 @@ impl LiveLab {
                 return (health, round.elapsed());
             }
             if failing.is_some() {
-                still = health.failing().into_iter().map(str::to_string).collect();
+                still = health.failing_set();
                 throughout.retain(|name| still.contains(name));
             }
             tokio::time::sleep(Duration::from_millis(20)).await;

@@ -309,7 +309,7 @@ async fn try_at_start(
         tokio::time::sleep(patience.confirm).await;
         for _ in 0..2 {
             let now = live.health().await;
-            let failing: BTreeSet<String> = now.failing().into_iter().map(str::to_string).collect();
+            let failing = now.failing_set();
             if failing != want {
                 return Err(format!(
                     "started with its faults, the lab moved on from the symptom: failing {}",

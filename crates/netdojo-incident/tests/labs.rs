@@ -397,8 +397,7 @@ async fn a_wait_from_a_failing_state_still_sees_its_checks_fail_and_heal() {
     live.apply(&linux("ip addr del 203.0.113.1/24 dev eth3")).await.expect("address deleted");
     let before = live.health().await;
     assert_eq!(before.passed(reach), Some(false), "{}", before.describe_failing());
-    let failing: std::collections::BTreeSet<String> =
-        before.failing().into_iter().map(String::from).collect();
+    let failing = before.failing_set();
 
     let again = live
         .wait_health_after(|h| h.passed(reach) == Some(false), std::time::Duration::from_secs(5), &failing)
