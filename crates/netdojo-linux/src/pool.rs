@@ -6,11 +6,12 @@
 //! nftables ruleset, the loopback's qdiscs, the main and default routing tables, policy rules and
 //! the loopback's addresses are put back, every per-namespace sysctl is written back to its value
 //! when fresh, the connection-tracking table is flushed, and the daemons of the node it last
-//! served are started again with an empty configuration (those it ran beyond them, started as an
-//! agent first addressed it, are gone with the rest). So the pool holds routers running what the
-//! labs' nodes run, and [`PoolHandle::take`] serves a node from a router that runs its daemons
-//! already: a daemon's start (most of a router's CPU) stays off the node's setup path, and no
-//! router starts daemons that no node it serves uses. (Undoing the configuration with `no`
+//! served are started again with an empty configuration, in the run directory the killed ones
+//! leave (`Frr::kill`: their files rewritten or emptied rather than made anew; those it ran
+//! beyond them, started as an agent first addressed it, are gone with the rest). So the pool
+//! holds routers running what the labs' nodes run, and [`PoolHandle::take`] serves a node from
+//! a router that runs its daemons already: a daemon's start (most of a router's CPU) stays off
+//! the node's setup path, and no router starts daemons that no node it serves uses. (Undoing the configuration with `no`
 //! commands instead, as frr-reload.py does, was tried: zebra and ripd keep interfaces and routes
 //! that no command takes back, and a reused router then rejected routes now and then. The daemons' own allocation counts, `show
 //! memory`, say the same of zebra, ospfd and bgpd after such an undo: nexthop groups, route nodes,
@@ -201,9 +202,10 @@ impl Warm {
     /// names what still differs, and the router must then be destroyed.
     pub async fn reset(&mut self, spec: &RouterSpec) -> Result<(), String> {
         // The daemons go first, so that nothing they hold (a route, an interface, a neighbour,
-        // a log line) reaches the next router; they are started again on the clean namespace.
+        // a log line) reaches the next router; they are started again on the clean namespace,
+        // in the files they leave (`Frr::kill`).
         let ns = self.frr.ns().to_string();
-        self.frr.stop();
+        self.frr.kill();
         let fresh = self.fresh.clone();
         let in_ns = ns.clone();
         tokio::task::spawn_blocking(move || netns::in_netns(&in_ns, move || reset_kernel(&fresh)))
@@ -216,7 +218,8 @@ impl Warm {
                 self.want.push(d.clone());
             }
         }
-        self.frr = spec.start_idle(&ns, &self.want).await.map_err(|e| e.to_string())?;
+        let started = spec.start_idle(&ns, &self.want).await.map_err(|e| e.to_string())?;
+        std::mem::replace(&mut self.frr, started).hand_over();
         let now = self.snapshot().await.map_err(|e| e.to_string())?;
         let mut expected = self.fresh.clone();
         expected.running = String::new();

@@ -212,7 +212,21 @@ async fn a_pooled_router_after_a_hostile_episode_is_a_fresh_router_again() {
     }
 
     assert_eq!(router.frr().daemons(), ["zebra", "staticd", "ospfd", "bgpd", "ripd"]);
+    // The reset starts the daemons in the files the killed ones left (`Frr::kill`): a
+    // configuration rewritten in place (the same inode), a log emptied, a file that a
+    // configuration command wrote removed.
+    use std::os::unix::fs::MetadataExt;
+    let dir = std::path::Path::new(frr::RUN_DIR).join(router.ns());
+    let inode = |f: &str| std::fs::metadata(dir.join(f)).map(|m| m.ino()).expect(f);
+    let conf = inode("zebra.conf");
+    std::fs::write(dir.join("apply.conf"), "router rip\n").expect("a leftover file");
+    let mut log = std::fs::OpenOptions::new().append(true).open(dir.join("zebra.log")).expect("zebra.log");
+    std::io::Write::write_all(&mut log, b"MARKER of the episode before\n").expect("a log line");
     router.reset(&spec).await.expect("the reset brings the fresh state back");
+    assert_eq!(inode("zebra.conf"), conf, "zebra.conf made anew");
+    assert!(!dir.join("apply.conf").exists(), "a file of the episode before is left");
+    let log = std::fs::read_to_string(dir.join("zebra.log")).expect("zebra.log");
+    assert!(!log.contains("MARKER"), "the log of the episode before is left: {log}");
     assert_eq!(
         router.frr().daemons(),
         ["zebra", "staticd", "ospfd", "bgpd", "ripd"],
