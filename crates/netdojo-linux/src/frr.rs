@@ -321,8 +321,9 @@ impl Frr {
         let dir = Path::new(RUN_DIR).join(ns);
         // Created before anything runs, so that stop() (and the sweep) finds what to clean; or
         // the files of the instance killed before it on this namespace, taken over (`kill`).
-        fs::create_dir_all(dir.join(ns)).map_err(io("run directory"))?;
+        fs::create_dir_all(&dir).map_err(io("run directory"))?;
         take_over(&dir, ns, &list).map_err(io("run directory"))?;
+        fs::create_dir_all(dir.join(ns)).map_err(io("run directory"))?;
         let frr = Self {
             router: router.into(),
             ns: ns.into(),
@@ -330,9 +331,9 @@ impl Frr {
             hostname: hostname.into(),
             stopped: false,
         };
-        fs::write(dir.join(ns).join("vtysh.conf"), "").map_err(io("vtysh.conf"))?;
+        write_file(&dir.join(ns).join("vtysh.conf"), "").map_err(io("vtysh.conf"))?;
         for d in &list {
-            fs::write(dir.join(format!("{d}.conf")), format!("hostname {hostname}\n"))
+            write_file(&dir.join(format!("{d}.conf")), &format!("hostname {hostname}\n"))
                 .map_err(io("daemon config"))?;
         }
         // The daemons' socket directory, made here so that their jail can bind it; empty, since
@@ -378,7 +379,7 @@ impl Frr {
         }
         for d in &new {
             let conf = self.dir.join(format!("{d}.conf"));
-            fs::write(&conf, format!("hostname {}\n", self.hostname))
+            write_file(&conf, &format!("hostname {}\n", self.hostname))
                 .and_then(|()| chown_frr(&conf))
                 .map_err(|source| FrrError::Io {
                     router: self.router.clone(),
@@ -751,7 +752,7 @@ impl Frr {
     /// A UTS namespace with the router's host name, kept by a bind mount like a netns.
     fn make_uts(&self, hostname: &str) -> Result<(), FrrError> {
         let path = self.uts_path();
-        fs::write(&path, "").map_err(|source| FrrError::Io {
+        write_file(&path, "").map_err(|source| FrrError::Io {
             router: self.router.clone(),
             what: "uts".into(),
             source,
@@ -850,7 +851,7 @@ impl Frr {
     /// reports it as `line N: % ...` (exit status 2).
     pub async fn apply_file(&self, config: &str) -> Result<VtyshOutput, FrrError> {
         let path = self.dir.join("apply.conf");
-        fs::write(&path, config).map_err(|source| FrrError::Io {
+        write_file(&path, config).map_err(|source| FrrError::Io {
             router: self.router.clone(),
             what: "apply.conf".into(),
             source,
@@ -863,7 +864,7 @@ impl Frr {
     /// daemon): failing lines come back as `line N: % ...`, exit status 2.
     pub async fn check_file(&self, config: &str) -> Result<VtyshOutput, FrrError> {
         let path = self.dir.join("check.conf");
-        fs::write(&path, config).map_err(|source| FrrError::Io {
+        write_file(&path, config).map_err(|source| FrrError::Io {
             router: self.router.clone(),
             what: "check.conf".into(),
             source,
@@ -891,7 +892,7 @@ impl Frr {
             .collect();
         // Named frr.conf in --confdir, so that frr-reload.py does not `write` afterwards.
         let path = self.dir.join("frr.conf");
-        fs::write(&path, body).map_err(io("frr.conf"))?;
+        write_file(&path, &body).map_err(io("frr.conf"))?;
         let timeout = Duration::from_secs(60);
         let dir = self.dir.to_string_lossy().into_owned();
         let path_str = path.to_string_lossy().into_owned();
@@ -1023,26 +1024,48 @@ impl Frr {
 /// kept where the start writes it again, emptied where a daemon appends to it (its log), and
 /// removed otherwise (a pid file of a daemon not started again, which [`Frr::daemons`] would
 /// count; a file written by a configuration command). Nothing to do in a new directory.
+///
+/// The daemons ran as user `frr` with this directory writable, so what is in it is not
+/// trusted: only a plain file is kept (a link is removed, never followed), and a kept file is
+/// opened without following a link (`write_file`; the daemons are gone by now, but a link
+/// swapped in since must still not lead root's write out of the directory).
 fn take_over(dir: &Path, ns: &str, daemons: &[&str]) -> std::io::Result<()> {
     for entry in fs::read_dir(dir)? {
         let entry = entry?;
+        let kind = entry.file_type()?;
         let name = entry.file_name().to_string_lossy().into_owned();
         let rewritten = name == "uts"
             || daemons.iter().any(|d| name == format!("{d}.conf") || name == format!("{d}.pid"));
-        if name == ns {
+        if name == ns && kind.is_dir() {
             for inner in fs::read_dir(entry.path())? {
                 let inner = inner?;
-                if inner.file_name() != "vtysh.conf" {
+                if !(inner.file_name() == "vtysh.conf" && inner.file_type()?.is_file()) {
                     remove(&inner.path())?;
                 }
             }
-        } else if name.ends_with(".log") {
-            fs::OpenOptions::new().write(true).open(entry.path())?.set_len(0)?;
-        } else if !rewritten {
+        } else if kind.is_file() && name.ends_with(".log") {
+            open_file(&entry.path())?.set_len(0)?;
+        } else if !(kind.is_file() && rewritten) {
             remove(&entry.path())?;
         }
     }
     Ok(())
+}
+
+/// Opens `path` for writing, created if missing, without following a link as its last
+/// component (`O_NOFOLLOW`): the run directory is writable by the daemons (user `frr`), and
+/// root must not write through a link one of them put there.
+fn open_file(path: &Path) -> std::io::Result<fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    fs::OpenOptions::new().write(true).create(true).custom_flags(nix::libc::O_NOFOLLOW).open(path)
+}
+
+/// `contents` as the whole of `path`, as `fs::write` but through [`open_file`].
+fn write_file(path: &Path, contents: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut file = open_file(path)?;
+    file.set_len(0)?;
+    file.write_all(contents.as_bytes())
 }
 
 /// `dir` created, or emptied if it is there.
@@ -1129,18 +1152,18 @@ fn chown_frr(dir: &Path) -> std::io::Result<()> {
         .ok()
         .flatten()
         .ok_or_else(|| std::io::Error::other("no user `frr` (is the frr package installed?)"))?;
-    let chown = |p: &Path| {
-        nix::unistd::chown(p, Some(user.uid), Some(user.gid))
-            .map_err(|e| std::io::Error::from_raw_os_error(e as i32))
-    };
+    // lchown, and into real directories only: a link a daemon put in its run directory is
+    // given to `frr` itself, never what it points at.
+    let chown = |p: &Path| std::os::unix::fs::lchown(p, Some(user.uid.as_raw()), Some(user.gid.as_raw()));
+    let is_dir = |p: &Path| fs::symlink_metadata(p).is_ok_and(|m| m.is_dir());
     chown(dir)?;
-    if !dir.is_dir() {
+    if !is_dir(dir) {
         return Ok(());
     }
     for entry in fs::read_dir(dir)? {
         let path = entry?.path();
         chown(&path)?;
-        if path.is_dir() {
+        if is_dir(&path) {
             for inner in fs::read_dir(&path)? {
                 chown(&inner?.path())?;
             }

@@ -222,7 +222,22 @@ async fn a_pooled_router_after_a_hostile_episode_is_a_fresh_router_again() {
     std::fs::write(dir.join("apply.conf"), "router rip\n").expect("a leftover file");
     let mut log = std::fs::OpenOptions::new().append(true).open(dir.join("zebra.log")).expect("zebra.log");
     std::io::Write::write_all(&mut log, b"MARKER of the episode before\n").expect("a log line");
+    // The daemons ran as `frr` with the directory writable: a link one of them left where a log
+    // and a configuration go is removed, never followed; what it points at is untouched.
+    let outside = tempfile::tempdir().expect("a directory outside the run directory");
+    let precious = outside.path().join("precious");
+    std::fs::write(&precious, "precious\n").expect("a file outside");
+    for name in ["ospfd.log", "bgpd.conf"] {
+        std::fs::remove_file(dir.join(name)).expect(name);
+        std::os::unix::fs::symlink(&precious, dir.join(name)).expect("a link");
+    }
     router.reset(&spec).await.expect("the reset brings the fresh state back");
+    assert_eq!(std::fs::read_to_string(&precious).expect("precious"), "precious\n");
+    assert_eq!(std::fs::metadata(&precious).expect("precious").uid(), 0, "chowned through a link");
+    for name in ["ospfd.log", "bgpd.conf"] {
+        let kind = std::fs::symlink_metadata(dir.join(name)).expect(name).file_type();
+        assert!(kind.is_file(), "{name} is still a link");
+    }
     assert_eq!(inode("zebra.conf"), conf, "zebra.conf made anew");
     assert!(!dir.join("apply.conf").exists(), "a file of the episode before is left");
     let log = std::fs::read_to_string(dir.join("zebra.log")).expect("zebra.log");
