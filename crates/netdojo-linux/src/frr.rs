@@ -1009,7 +1009,6 @@ impl Frr {
     /// instance still removes its files.
     pub fn kill(&mut self) {
         kill_daemons(&self.ns, &self.dir);
-        let _ = nix::mount::umount2(&self.dir.join("uts"), MntFlags::MNT_DETACH);
     }
 
     /// Leaves the instance's files to the instance started on its namespace after
@@ -1044,7 +1043,7 @@ fn take_over(dir: &Path, ns: &str, daemons: &[&str]) -> std::io::Result<()> {
                 }
             }
         } else if kind.is_file() && name.ends_with(".log") {
-            open_file(&entry.path())?.set_len(0)?;
+            open_file(&entry.path())?;
         } else if !(kind.is_file() && rewritten) {
             remove(&entry.path())?;
         }
@@ -1052,20 +1051,23 @@ fn take_over(dir: &Path, ns: &str, daemons: &[&str]) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Opens `path` for writing, created if missing, without following a link as its last
+/// Opens `path` for writing, emptied, created if missing, without following a link as its last
 /// component (`O_NOFOLLOW`): the run directory is writable by the daemons (user `frr`), and
 /// root must not write through a link one of them put there.
 fn open_file(path: &Path) -> std::io::Result<fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
-    fs::OpenOptions::new().write(true).create(true).custom_flags(nix::libc::O_NOFOLLOW).open(path)
+    fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .custom_flags(nix::libc::O_NOFOLLOW)
+        .open(path)
 }
 
 /// `contents` as the whole of `path`, as `fs::write` but through [`open_file`].
 fn write_file(path: &Path, contents: &str) -> std::io::Result<()> {
     use std::io::Write;
-    let mut file = open_file(path)?;
-    file.set_len(0)?;
-    file.write_all(contents.as_bytes())
+    open_file(path)?.write_all(contents.as_bytes())
 }
 
 /// `dir` created, or emptied if it is there.
@@ -1096,14 +1098,13 @@ impl Drop for Frr {
 /// mount.
 fn reap(ns: &str, dir: &Path) {
     kill_daemons(ns, dir);
-    let _ = nix::mount::umount2(&dir.join("uts"), MntFlags::MNT_DETACH);
     let _ = fs::remove_dir_all(dir);
     let _ = fs::remove_dir_all(Path::new(FRR_STATE).join(ns));
 }
 
 /// Kills the daemons of the instance in `dir` (only processes that really are FRR daemons of
-/// pathspace `ns`: a pid file can outlive its process, and the PID be reused) and waits until
-/// they are gone.
+/// pathspace `ns`: a pid file can outlive its process, and the PID be reused), waits until
+/// they are gone, and takes its UTS namespace's mount away.
 fn kill_daemons(ns: &str, dir: &Path) {
     let mut pids = Vec::new();
     for d in DAEMONS {
@@ -1119,6 +1120,7 @@ fn kill_daemons(ns: &str, dir: &Path) {
     while pids.iter().any(|p| is_frr_of(*p, ns)) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(2));
     }
+    let _ = nix::mount::umount2(&dir.join("uts"), MntFlags::MNT_DETACH);
 }
 
 /// Whether `pid` is a live FRR daemon started with `-N ns`.
