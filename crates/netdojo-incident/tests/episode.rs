@@ -136,6 +136,61 @@ async fn labs_prepared_ahead_are_served_to_their_episodes_in_order_showing_their
     }
 }
 
+/// A task holding a duplicate router-id, whose symptom races (task 11 on campus: measured, its
+/// race settled with 5 of its 9 recorded checks failing in 4 starts of 4), is served once the
+/// checks that fail have stayed the same for `RACE_STEADY`, not after the whole symptom window;
+/// a lab prepared ahead and found as it was when ready is served on that look. The window here
+/// is 40 s, so a reset that waited it out fails the test by far.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_racing_task_is_served_once_its_race_has_settled_not_after_the_whole_window() {
+    use netdojo_core::EnvironmentFactory;
+    if !ready_or_skip("incident episodes", &[Need::Root, Need::Frr]) {
+        return;
+    }
+    let task = default_suite()
+        .into_iter()
+        .find(|t| t.id == "incident-s1-0011")
+        .expect("task 11 of the default suite");
+    assert_eq!(task.label, "ospf_duplicate_router_id");
+    let symptom = netdojo_incident::task::setup_of(&task).expect("setup").symptom;
+    let window = std::time::Duration::from_secs(40);
+    let options = IncidentOptions { symptom: window, ..IncidentOptions::default() };
+    let factory = netdojo_incident::IncidentFactory::new(labs(), options).expect("the factory");
+    let failing_of = |check: &netdojo_core::StateCheck| -> Vec<String> {
+        check
+            .summary
+            .as_ref()
+            .and_then(|s| s["failing"].as_array())
+            .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
+            .unwrap_or_default()
+    };
+    // Set up as the episode begins, then prepared ahead and taken once ready.
+    for ahead in [false, true] {
+        if ahead {
+            factory.prepare(&task);
+            let asked = std::time::Instant::now();
+            while factory.prepared(&task) != Some(true) {
+                assert!(asked.elapsed() < window, "the lab prepared ahead was not ready within {window:?}");
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+        }
+        let mut env = factory.env();
+        let reset = std::time::Instant::now();
+        env.reset(&task).await.unwrap_or_else(|e| panic!("{}: {}", task.id, e.chain()));
+        let took = reset.elapsed();
+        let phases = env.phases();
+        assert_eq!(phases.ahead, ahead, "{phases:?}");
+        assert!(phases.symptom < window, "its symptom was awaited for the whole window: {phases:?}");
+        assert!(took < window, "the reset took {took:?}, the whole window ({phases:?})");
+        let failing = failing_of(&env.check().await.expect("a check"));
+        assert!(
+            symptom.iter().any(|c| failing.contains(c)),
+            "served with none of its symptom failing: {failing:?}, its symptom is {symptom:?}"
+        );
+        env.close().await.expect("close");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lab_started_injected_without_its_symptom_is_refused_by_name() {
     if !ready_or_skip("incident episodes", &[Need::Root, Need::Frr]) {
