@@ -432,6 +432,12 @@ impl Frr {
         Ok(())
     }
 
+    /// Sets every thread of the running daemons to `nice` (a pool's reset starts them niced;
+    /// the router they then serve runs them at 0).
+    pub fn renice(&self, nice: i32) {
+        renice_daemons(&self.ns, &self.dir, nice);
+    }
+
     /// The daemons running (zebra first), by their pid files.
     pub fn daemons(&self) -> Vec<&'static str> {
         DAEMONS.into_iter().filter(|d| self.dir.join(format!("{d}.pid")).exists()).collect()
@@ -1121,6 +1127,29 @@ fn kill_daemons(ns: &str, dir: &Path) {
         std::thread::sleep(Duration::from_millis(2));
     }
     let _ = nix::mount::umount2(&dir.join("uts"), MntFlags::MNT_DETACH);
+}
+
+/// Sets the nice value of every thread of the FRR daemons of pathspace `ns` in `dir` (Linux
+/// keeps it per thread, and FRR's daemons run several).
+fn renice_daemons(ns: &str, dir: &Path, nice: i32) {
+    for d in DAEMONS {
+        let Ok(text) = fs::read_to_string(dir.join(format!("{d}.pid"))) else { continue };
+        let Ok(pid) = text.trim().parse::<i32>() else { continue };
+        if !is_frr_of(pid, ns) {
+            continue;
+        }
+        let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else { continue };
+        for tid in tasks.flatten().filter_map(|t| t.file_name().to_str()?.parse::<i32>().ok()) {
+            if let Err(e) = set_nice(tid, nice) {
+                tracing::debug!(ns, daemon = d, tid, "nice {nice}: {e}");
+            }
+        }
+    }
+}
+
+/// setpriority(2) for one thread (`tid` 0: the calling one).
+pub fn set_nice(tid: i32, nice: i32) -> std::io::Result<()> {
+    rustix::process::setpriority_process(rustix::process::Pid::from_raw(tid), nice).map_err(Into::into)
 }
 
 /// Whether `pid` is a live FRR daemon started with `-N ns`.

@@ -23,6 +23,10 @@
 //! fresh self goes back to the pool; any other is destroyed (daemons killed, namespace deleted) and
 //! counted in [`PoolStats::discarded`].
 //!
+//! Resets are background work and run niced ([`RESET_NICE`]), the daemons they start with them,
+//! so that on a machine with few cores they yield to the episodes running; a router taken for
+//! a node has every thread of its daemons set back to 0 ([`PoolHandle::take`]).
+//!
 //! The pool grows to the working set (routers in use plus routers being reset, at most
 //! [`MAX_ROUTERS`]): an episode that finds too few idle routers starts the missing ones itself,
 //! exactly as a fresh network would. Each router is its own [`Episode`] (its own marker), so the
@@ -41,6 +45,9 @@ use crate::netns::{self, Episode};
 
 /// The host name of an idle router (the daemons' and its UTS namespace's).
 pub const IDLE_HOSTNAME: &str = "pooled";
+/// The nice value of a router's reset, and so of the daemons it starts until the router is
+/// taken ([`PoolHandle::take`] sets them back to 0).
+pub const RESET_NICE: i32 = 10;
 /// The most routers a pool keeps alive at once (idle, in use and being reset).
 pub const MAX_ROUTERS: usize = 64;
 
@@ -517,7 +524,13 @@ impl PoolHandle {
             }
         }
         match first_error {
-            None => Ok(slots.into_iter().flatten().collect()),
+            None => {
+                let routers: Vec<Warm> = slots.into_iter().flatten().collect();
+                for w in &routers {
+                    w.frr.renice(0);
+                }
+                Ok(routers)
+            }
             Some(e) => {
                 for w in slots.into_iter().flatten() {
                     self.give_back(w);
@@ -619,6 +632,11 @@ impl Drop for FrrPool {
 
 /// Resets the routers given back, all those waiting at once, on a runtime of its own.
 fn reset_worker(rx: mpsc::Receiver<Warm>, shared: Arc<Shared>) {
+    // Resets are background work: the daemons they start (whose start is most of a reset's
+    // CPU) inherit this thread's nice value, and yield to the episodes running.
+    if let Err(e) = crate::frr::set_nice(0, RESET_NICE) {
+        tracing::debug!("the reset worker keeps its priority: {e}");
+    }
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build();
     while let Ok(first) = rx.recv() {
         let mut batch = vec![first];

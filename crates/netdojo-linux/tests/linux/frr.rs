@@ -470,3 +470,77 @@ async fn the_pool_serves_a_node_from_a_router_running_its_daemons() {
         handle.give_back(w);
     }
 }
+
+/// The nice value of every thread of every live FRR daemon of namespace `ns`, by daemon, read
+/// from /proc as `ps` would.
+fn daemon_nices(ns: &str) -> std::collections::BTreeMap<String, Vec<i32>> {
+    let mut out = std::collections::BTreeMap::<String, Vec<i32>>::new();
+    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else { continue };
+        let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+        let Some(program) = args.first().and_then(|a| std::str::from_utf8(a).ok()) else { continue };
+        if !program.starts_with("/usr/lib/frr/")
+            || !args.windows(2).any(|w| w[0] == b"-N" && w[1] == ns.as_bytes())
+        {
+            continue;
+        }
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { continue };
+        for task in tasks.flatten() {
+            let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else { continue };
+            // After the command's closing parenthesis: state is field 3, nice field 19.
+            let Some((_, rest)) = stat.rsplit_once(')') else { continue };
+            let fields: Vec<&str> = rest.split_whitespace().collect();
+            if fields.first() == Some(&"Z") {
+                continue;
+            }
+            let nice = fields.get(16).and_then(|n| n.parse().ok()).expect("a nice value in stat");
+            let daemon = program.trim_start_matches("/usr/lib/frr/").to_string();
+            out.entry(daemon).or_default().push(nice);
+        }
+    }
+    out
+}
+
+/// A router's reset is background work: the daemons it starts again run niced
+/// ([`RESET_NICE`](netdojo_linux::pool::RESET_NICE)), every thread of them, while the router is
+/// idle, so that they yield to the episodes running; once a node takes the router, they run at
+/// 0 again, as the daemons of a router started for a node do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reset_starts_its_daemons_niced_and_a_taken_router_runs_them_at_0() {
+    use netdojo_linux::pool::{FrrPool, RESET_NICE, RouterSpec};
+    use netdojo_linux::topology::Node;
+    if !common::frr_or_skip("frr pool priorities") {
+        return;
+    }
+    let pool = FrrPool::new(RouterSpec {
+        daemons: Vec::new(),
+        sysctls: Node::ipv4_only_sysctls(),
+        staticd_on_demand: false,
+    })
+    .expect("pool");
+    let handle = pool.handle();
+    let want = vec![vec!["ospfd".to_string(), "bgpd".to_string()]];
+    let daemons = ["bgpd", "ospfd", "staticd", "zebra"];
+    let all_at = |nices: &std::collections::BTreeMap<String, Vec<i32>>, nice: i32| {
+        nices.keys().map(String::as_str).eq(daemons) && nices.values().flatten().all(|n| *n == nice)
+    };
+    let first = handle.take(&want).await.expect("take");
+    let ns = first[0].ns().to_string();
+    let started = daemon_nices(&ns);
+    assert!(all_at(&started, 0), "a router started for a node: {started:?}");
+    for w in first {
+        handle.give_back(w);
+    }
+    pool.settle(Duration::from_secs(20));
+    let idle = daemon_nices(&ns);
+    assert!(all_at(&idle, RESET_NICE), "an idle router after its reset: {idle:?}");
+    assert!(idle.values().any(|threads| threads.len() > 1), "FRR's daemons run several threads: {idle:?}");
+    let second = handle.take(&want).await.expect("take again");
+    assert_eq!(second[0].ns(), ns, "the reset router is taken again: {:?}", handle.stats());
+    let taken = daemon_nices(&ns);
+    assert!(all_at(&taken, 0), "a router taken from the pool: {taken:?}");
+    for w in second {
+        handle.give_back(w);
+    }
+}
