@@ -1148,7 +1148,7 @@ fn renice_daemons(ns: &str, dir: &Path, nice: i32) {
 }
 
 /// setpriority(2) for one thread (`tid` 0: the calling one).
-pub fn set_nice(tid: i32, nice: i32) -> std::io::Result<()> {
+pub(crate) fn set_nice(tid: i32, nice: i32) -> std::io::Result<()> {
     rustix::process::setpriority_process(rustix::process::Pid::from_raw(tid), nice).map_err(Into::into)
 }
 
