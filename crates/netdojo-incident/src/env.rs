@@ -312,8 +312,9 @@ async fn start_then_inject(
 
 /// Waits up to `within` for the lab to be as `task` is served: a control's every check
 /// passing, a faulted task's recorded symptom failing (a racing fault's: part of it, once the
-/// race has settled, [`RACE_STEADY`]); else an error naming what still passes (or fails). Returns the health the agent starts from. `seen` is the health a lab prepared
-/// ahead was served on when it was ready: its failing checks are looked at again with
+/// race has settled, [`RACE_STEADY`]); else an error naming what still passes (or fails).
+/// Returns the health the agent starts from. `seen` is the health a lab prepared ahead was
+/// served on when it was ready: its failing checks are looked at again with
 /// [`Patience::STILL`](crate::health::Patience::STILL) ([`LiveLab::wait_health_after`]), since
 /// what is asked of them is whether the lab has drifted, and a check that healed would answer
 /// at once.

@@ -100,6 +100,18 @@ async fn ospf_routers_connect_their_lans_and_leave_nothing_behind() {
 }
 
 /// A command of the test's own inside namespace `ns`.
+/// A warm pool of IPv4-only routers that start no daemon beyond zebra (and staticd, unless
+/// `staticd_on_demand`) until a node asks for one.
+fn ipv4_pool(staticd_on_demand: bool) -> netdojo_linux::pool::FrrPool {
+    use netdojo_linux::pool::{FrrPool, RouterSpec};
+    FrrPool::new(RouterSpec {
+        daemons: Vec::new(),
+        sysctls: netdojo_linux::topology::Node::ipv4_only_sysctls(),
+        staticd_on_demand,
+    })
+    .expect("pool")
+}
+
 fn in_router(ns: &str, args: &'static [&'static str]) {
     let out = netdojo_linux::netns::in_netns(ns, move || {
         std::process::Command::new(args[0]).args(&args[1..]).output().expect("run")
@@ -354,17 +366,11 @@ async fn a_pooled_router_takes_its_own_sysctls_and_its_reset_gives_them_back() {
 /// from their reset as fresh ones.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pool_with_staticd_on_demand_starts_it_for_a_static_route_only() {
-    use netdojo_linux::pool::{FrrPool, RouterSpec};
     use netdojo_linux::topology::Node;
     if !common::frr_or_skip("frr pool staticd on demand") {
         return;
     }
-    let pool = FrrPool::new(RouterSpec {
-        daemons: Vec::new(),
-        sysctls: Node::ipv4_only_sysctls(),
-        staticd_on_demand: true,
-    })
-    .expect("pool");
+    let pool = ipv4_pool(true);
     let handle = pool.handle();
     let text = "name: two\ntopology:\n  nodes:\n    r1: { kind: frr, interfaces: { eth1: 10.0.0.1/30 }, config: \"ip route 10.9.0.0/16 10.0.0.2\\n\" }\n    r2: { kind: frr, interfaces: { eth1: 10.0.0.2/30 } }\n  links:\n    - endpoints: [\"r1:eth1\", \"r2:eth1\"]\n";
     let topology = || {
@@ -406,17 +412,10 @@ async fn a_pool_with_staticd_on_demand_starts_it_for_a_static_route_only() {
 /// missing daemons started) only when none is.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_pool_serves_a_node_from_a_router_running_its_daemons() {
-    use netdojo_linux::pool::{FrrPool, RouterSpec};
-    use netdojo_linux::topology::Node;
     if !common::frr_or_skip("frr pool daemons") {
         return;
     }
-    let pool = FrrPool::new(RouterSpec {
-        daemons: Vec::new(),
-        sysctls: Node::ipv4_only_sysctls(),
-        staticd_on_demand: false,
-    })
-    .expect("pool");
+    let pool = ipv4_pool(false);
     let handle = pool.handle();
     let wants = |w: &[&[&str]]| -> Vec<Vec<String>> {
         w.iter().map(|d| d.iter().map(|s| s.to_string()).collect()).collect()
@@ -508,17 +507,11 @@ fn daemon_nices(ns: &str) -> std::collections::BTreeMap<String, Vec<i32>> {
 /// 0 again, as the daemons of a router started for a node do.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reset_starts_its_daemons_niced_and_a_taken_router_runs_them_at_0() {
-    use netdojo_linux::pool::{FrrPool, RESET_NICE, RouterSpec};
-    use netdojo_linux::topology::Node;
+    use netdojo_linux::pool::RESET_NICE;
     if !common::frr_or_skip("frr pool priorities") {
         return;
     }
-    let pool = FrrPool::new(RouterSpec {
-        daemons: Vec::new(),
-        sysctls: Node::ipv4_only_sysctls(),
-        staticd_on_demand: false,
-    })
-    .expect("pool");
+    let pool = ipv4_pool(false);
     let handle = pool.handle();
     let want = vec![vec!["ospfd".to_string(), "bgpd".to_string()]];
     let daemons = ["bgpd", "ospfd", "staticd", "zebra"];
