@@ -334,10 +334,11 @@ async fn served(
     // or else the whole window spent.
     let racing = !faults.is_empty() && faults.iter().any(|f| f.fault_type.symptom_races());
     let partly = |h: &Health| symptom.iter().any(|name| h.passed(name) == Some(false));
+    let seen_failing = seen.map(Health::failing_set);
     let steady = std::sync::Mutex::new((None::<BTreeSet<String>>, Instant::now()));
     let settled_raced = |h: &Health| {
         let failing = h.failing_set();
-        if seen.is_some_and(|seen| seen.failing_set() == failing) {
+        if seen_failing.as_ref() == Some(&failing) {
             return true;
         }
         let Ok(mut steady) = steady.lock() else { return false };
@@ -349,8 +350,8 @@ async fn served(
     let want = |h: &Health| {
         if faults.is_empty() { h.all_passed() } else { shows(h) || (racing && partly(h) && settled_raced(h)) }
     };
-    let health = match seen {
-        Some(seen) => live.wait_health_after(want, within, &seen.failing_set()).await,
+    let health = match &seen_failing {
+        Some(failing) => live.wait_health_after(want, within, failing).await,
         None => live.wait_health(want, within).await,
     };
     let raced = racing && partly(&health);

@@ -1112,14 +1112,9 @@ fn reap(ns: &str, dir: &Path) {
 /// pathspace `ns`: a pid file can outlive its process, and the PID be reused), waits until
 /// they are gone, and takes its UTS namespace's mount away.
 fn kill_daemons(ns: &str, dir: &Path) {
-    let mut pids = Vec::new();
-    for d in DAEMONS {
-        let Ok(text) = fs::read_to_string(dir.join(format!("{d}.pid"))) else { continue };
-        let Ok(pid) = text.trim().parse::<i32>() else { continue };
-        if is_frr_of(pid, ns) {
-            let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
-            pids.push(pid);
-        }
+    let pids: Vec<i32> = daemon_pids(ns, dir).into_iter().map(|(_, pid)| pid).collect();
+    for pid in &pids {
+        let _ = kill(Pid::from_raw(*pid), Signal::SIGKILL);
     }
     // Gone within milliseconds; waited for so that nothing of theirs outlives the call.
     let deadline = Instant::now() + Duration::from_secs(1);
@@ -1129,15 +1124,23 @@ fn kill_daemons(ns: &str, dir: &Path) {
     let _ = nix::mount::umount2(&dir.join("uts"), MntFlags::MNT_DETACH);
 }
 
+/// The daemons of the instance in `dir` that are running, by their pid files: only processes
+/// that really are FRR daemons of pathspace `ns` (a pid file can outlive its process, and the
+/// PID be reused).
+fn daemon_pids(ns: &str, dir: &Path) -> Vec<(&'static str, i32)> {
+    DAEMONS
+        .into_iter()
+        .filter_map(|d| {
+            let pid = fs::read_to_string(dir.join(format!("{d}.pid"))).ok()?.trim().parse::<i32>().ok()?;
+            is_frr_of(pid, ns).then_some((d, pid))
+        })
+        .collect()
+}
+
 /// Sets the nice value of every thread of the FRR daemons of pathspace `ns` in `dir` (Linux
 /// keeps it per thread, and FRR's daemons run several).
 fn renice_daemons(ns: &str, dir: &Path, nice: i32) {
-    for d in DAEMONS {
-        let Ok(text) = fs::read_to_string(dir.join(format!("{d}.pid"))) else { continue };
-        let Ok(pid) = text.trim().parse::<i32>() else { continue };
-        if !is_frr_of(pid, ns) {
-            continue;
-        }
+    for (d, pid) in daemon_pids(ns, dir) {
         let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else { continue };
         for tid in tasks.flatten().filter_map(|t| t.file_name().to_str()?.parse::<i32>().ok()) {
             if let Err(e) = set_nice(tid, nice) {
