@@ -113,6 +113,38 @@ async fn every_lab_comes_up_healthy_and_stops_clean() {
     }
 }
 
+/// A lab whose OSPF hellos go every whole number of seconds forms its adjacencies from the
+/// hellos kicked as it starts (`LiveLab::kick_hellos`), not from its routers' second hellos:
+/// faults-ring with hellos every 6 s (dead after 24 s) comes up within 3 s, where without the
+/// kick each adjacency would wait for the next hello of the end configured first, 6 s after its
+/// first. The kick leaves each router's running
+/// configuration as the lab writes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lab_of_whole_second_hellos_forms_its_adjacencies_from_hellos_kicked_as_it_starts() {
+    if !ready("a_lab_of_whole_second_hellos_forms_its_adjacencies_from_hellos_kicked_as_it_starts") {
+        return;
+    }
+    let text = std::fs::read_to_string(labs_dir().join("faults-ring.yml")).expect("faults-ring");
+    let slow = text
+        .replace("ip ospf hello-interval 1\n", "ip ospf hello-interval 6\n")
+        .replace("ip ospf dead-interval 3\n", "ip ospf dead-interval 24\n");
+    assert_eq!(slow.matches("ip ospf hello-interval 6\n").count(), 8, "faults-ring's OSPF links changed");
+    let lab = Lab::from_str_named(&slow, "faults-ring, 6 s hellos").unwrap_or_else(|e| panic!("{e}"));
+    let live = LiveLab::start_within(&lab, std::time::Duration::from_secs(3))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    for router in lab.routers() {
+        let frr = live.network().frr(router).expect("a router runs FRR");
+        let running = frr.running_config().await.unwrap_or_else(|e| panic!("{router}: {e}"));
+        let hellos: Vec<&str> =
+            running.lines().map(str::trim).filter(|l| l.starts_with("ip ospf hello-interval")).collect();
+        assert_eq!(hellos, ["ip ospf hello-interval 6"; 2], "{router}: {running}");
+    }
+    let prefix = live.network().prefix().to_string();
+    live.stop().await;
+    assert!(netdojo_linux::netns::list_with_prefix(&prefix).is_empty());
+}
+
 /// What an agent's `show bgp summary` on `router` prints.
 async fn ask(live: &LiveLab, router: &str) -> String {
     let frr = live.network().frr(router).expect("a router");
