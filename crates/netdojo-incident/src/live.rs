@@ -1132,11 +1132,11 @@ fn classic_hellos(config: &str) -> (BTreeMap<String, u32>, BTreeMap<String, u32>
                     map.insert(name.clone(), n);
                 }
             }
-            ["no", "ip", "ospf", "hello-interval", ..] => {
-                interface.as_ref().map(|name| v4.remove(name));
-            }
-            ["no", "ipv6", "ospf6", "hello-interval", ..] => {
-                interface.as_ref().map(|name| v6.remove(name));
+            ["no", "ip", "ospf", "hello-interval", ..] | ["no", "ipv6", "ospf6", "hello-interval", ..] => {
+                if let Some(name) = &interface {
+                    let map = if words[1] == "ip" { &mut v4 } else { &mut v6 };
+                    map.remove(name);
+                }
             }
             ["ip", "ospf", "dead-interval", "minimal", ..] => {
                 if let Some(name) = &interface {

@@ -117,8 +117,7 @@ async fn every_lab_comes_up_healthy_and_stops_clean() {
 /// hellos kicked as it starts (`LiveLab::kick_hellos`), not from its routers' second hellos:
 /// faults-ring with hellos every 6 s (dead after 24 s) comes up within 3 s, where without the
 /// kick each adjacency would wait for the next hello of the end configured first, 6 s after its
-/// first. The kick leaves each router's running
-/// configuration as the lab writes it.
+/// first. The kick leaves each router's running configuration as the lab writes it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lab_of_whole_second_hellos_forms_its_adjacencies_from_hellos_kicked_as_it_starts() {
     if !ready("a_lab_of_whole_second_hellos_forms_its_adjacencies_from_hellos_kicked_as_it_starts") {

@@ -99,7 +99,6 @@ async fn ospf_routers_connect_their_lans_and_leave_nothing_behind() {
     assert!(daemons.stdout.is_empty(), "FRR daemons left: {}", String::from_utf8_lossy(&daemons.stdout));
 }
 
-/// A command of the test's own inside namespace `ns`.
 /// A warm pool of IPv4-only routers that start no daemon beyond zebra (and staticd, unless
 /// `staticd_on_demand`) until a node asks for one.
 fn ipv4_pool(staticd_on_demand: bool) -> netdojo_linux::pool::FrrPool {
@@ -112,6 +111,7 @@ fn ipv4_pool(staticd_on_demand: bool) -> netdojo_linux::pool::FrrPool {
     .expect("pool")
 }
 
+/// A command of the test's own inside namespace `ns`.
 fn in_router(ns: &str, args: &'static [&'static str]) {
     let out = netdojo_linux::netns::in_netns(ns, move || {
         std::process::Command::new(args[0]).args(&args[1..]).output().expect("run")
