@@ -273,10 +273,11 @@ impl Lab {
     /// lab starts, `LiveLab::kick_hellos`) and, with one hello a second, stay ahead. A reset
     /// interface starts again from the clock, and its neighbour drops every packet numbered
     /// below the last it accepted (`ospf_check_md5 bad sequence` in ospfd's log) until its dead
-    /// interval ends the adjacency; then the adjacency forms again over a few hellos. Measured on isp-core (1 s hellos, dead after 3 s), repairing a network-type
-    /// mismatch on p1 (task `incident-s1-0171` started with its fault): the adjacency was still
-    /// down when a 4 s wait ended in 4 of 4 episodes, and every check passed again 6.0-6.1 s
-    /// after the change; five hellos rather than three leave room for a loaded machine.
+    /// interval ends the adjacency; then the adjacency forms again over a few hellos. Measured
+    /// on isp-core (1 s hellos, dead after 3 s), repairing a network-type mismatch on p1 (task
+    /// `incident-s1-0171` started with its fault): the adjacency was still down when a 4 s wait
+    /// ended in 4 of 4 episodes, and every check passed again 6.0-6.1 s after the change; five
+    /// hellos rather than three leave room for a loaded machine.
     pub fn md5_recovery(&self) -> Option<Duration> {
         let mut longest: Option<Duration> = None;
         for (_, node) in self.topology.nodes.iter() {
